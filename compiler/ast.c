@@ -1,0 +1,542 @@
+/* ast.c - syntax tree constructors (the parser's actions) and the
+ * --emit=ast dump.
+ *
+ * Constructors compute each node's source range from its first and last
+ * tokens, and its nesting depth: an expression deeper than
+ * NNKC_MAX_NESTING is reported once, where it crosses the limit, and the
+ * depth saturates there so later passes can refuse it without recursing. */
+#include "nnkc.h"
+#include "parser.h"
+
+#include <string.h>
+
+static Expr *new_expr(Compiler *c, ExprKind k, Range r)
+{
+    Expr *e = arena_alloc(c->arena, sizeof *e);
+    e->kind = (uint8_t)k;
+    e->type = T_NONE;
+    e->range = r;
+    e->depth = 1;
+    return e;
+}
+
+static int deeper(int m, const Expr *e)
+{
+    return e && e->depth > m ? e->depth : m;
+}
+
+/* m: the depth of the deepest child. */
+static void set_depth(Compiler *c, Expr *e, int m)
+{
+    if (m > NNKC_MAX_NESTING) {
+        e->depth = NNKC_MAX_NESTING + 1;
+    } else if (m + 1 > NNKC_MAX_NESTING) {
+        e->depth = NNKC_MAX_NESTING + 1;
+        diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
+    } else {
+        e->depth = (uint16_t)(m + 1);
+    }
+}
+
+Expr *ast_int(Compiler *c, Token t)
+{
+    Expr *e = new_expr(c, t.bad ? E_ERROR : E_INT, t.range);
+    e->value = t.value;
+    return e;
+}
+
+Expr *ast_float(Compiler *c, Token t)
+{
+    Expr *e = new_expr(c, t.bad ? E_ERROR : E_FLOAT, t.range);
+    e->value = t.value;
+    return e;
+}
+
+Expr *ast_bool(Compiler *c, Token t, bool v)
+{
+    Expr *e = new_expr(c, E_BOOL, t.range);
+    e->value = value_int(T_BOOL, v);
+    return e;
+}
+
+Expr *ast_name(Compiler *c, Token t)
+{
+    Expr *e = new_expr(c, E_NAME, t.range);
+    e->name = t.text;
+    e->name_range = t.range;
+    return e;
+}
+
+Expr *ast_keyword(Compiler *c, Token t, ExprKind k)
+{
+    return new_expr(c, k, t.range);
+}
+
+static Op unop_of(int tok)
+{
+    switch (tok) {
+    case NNK_TK_MINUS: return UN_NEG;
+    case NNK_TK_BANG: return UN_NOT;
+    case NNK_TK_TILDE: return UN_BITNOT;
+    }
+    nnkc_assert(!"not a unary operator");
+    return UN_NEG;
+}
+
+static Op binop_of(int tok)
+{
+    switch (tok) {
+    case NNK_TK_OROR: return BIN_LOR;
+    case NNK_TK_ANDAND: return BIN_LAND;
+    case NNK_TK_PIPE: return BIN_BITOR;
+    case NNK_TK_CARET: return BIN_BITXOR;
+    case NNK_TK_AMP: return BIN_BITAND;
+    case NNK_TK_EQ: return BIN_EQ;
+    case NNK_TK_NE: return BIN_NE;
+    case NNK_TK_LT: return BIN_LT;
+    case NNK_TK_LE: return BIN_LE;
+    case NNK_TK_GT: return BIN_GT;
+    case NNK_TK_GE: return BIN_GE;
+    case NNK_TK_SHL: return BIN_SHL;
+    case NNK_TK_SHR: return BIN_SHR;
+    case NNK_TK_PLUS: return BIN_ADD;
+    case NNK_TK_MINUS: return BIN_SUB;
+    case NNK_TK_STAR: return BIN_MUL;
+    case NNK_TK_SLASH: return BIN_DIV;
+    case NNK_TK_PERCENT: return BIN_MOD;
+    }
+    nnkc_assert(!"not a binary operator");
+    return BIN_ADD;
+}
+
+Expr *ast_unary(Compiler *c, Token op, Expr *a)
+{
+    if (op.kind == NNK_TK_PLUS) { /* unary plus is the identity */
+        a->range = range_join(op.range, a->range);
+        return a;
+    }
+    Expr *e = new_expr(c, E_UNARY, range_join(op.range, a->range));
+    e->op = (uint16_t)unop_of(op.kind);
+    e->name_range = op.range;
+    e->a = a;
+    set_depth(c, e, deeper(0, a));
+    return e;
+}
+
+Expr *ast_binary(Compiler *c, Expr *a, Token op, Expr *b)
+{
+    Expr *e = new_expr(c, E_BINARY, range_join(a->range, b->range));
+    e->op = (uint16_t)binop_of(op.kind);
+    e->name_range = op.range;
+    e->a = a;
+    e->b = b;
+    set_depth(c, e, deeper(deeper(0, a), b));
+    return e;
+}
+
+Expr *ast_cond(Compiler *c, Expr *cond, Expr *a, Expr *b)
+{
+    Expr *e = new_expr(c, E_COND, range_join(cond->range, b->range));
+    e->a = cond;
+    e->b = a;
+    e->c = b;
+    set_depth(c, e, deeper(deeper(deeper(0, cond), a), b));
+    return e;
+}
+
+Expr *ast_call(Compiler *c, Token callee, List *args, Token rparen)
+{
+    Expr *e = new_expr(c, E_CALL, range_join(callee.range, rparen.range));
+    e->name = callee.text;
+    e->name_range = callee.range;
+    e->args = *args;
+    int m = 0;
+    for (int i = 0; i < args->n; i++)
+        m = deeper(m, args->items[i]);
+    set_depth(c, e, m);
+    return e;
+}
+
+Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp)
+{
+    (void)c;
+    e->range = range_join(lp.range, rp.range);
+    return e;
+}
+
+Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body)
+{
+    Expr *e = new_expr(c, E_LAMBDA, range_join(open.range, body->range));
+    e->args = *names;
+    e->a = body;
+    set_depth(c, e, deeper(0, body));
+    return e;
+}
+
+Expr *ast_error(Compiler *c, Token at)
+{
+    return new_expr(c, E_ERROR, at.range);
+}
+
+List *ast_list(Compiler *c, void *first)
+{
+    List *l = arena_alloc(c->arena, sizeof *l);
+    if (first)
+        list_push(c->arena, l, first);
+    return l;
+}
+
+List *ast_append(Compiler *c, List *l, void *item)
+{
+    list_push(c->arena, l, item);
+    return l;
+}
+
+/* Lambda parameters are kept as Expr names so they keep their ranges. */
+List *ast_name_list(Compiler *c, List *l, Token name)
+{
+    if (!l)
+        l = ast_list(c, NULL);
+    list_push(c->arena, l, ast_name(c, name));
+    return l;
+}
+
+TypeRef *ast_type(Compiler *c, Token name, bool tensor, Token end)
+{
+    TypeRef *t = arena_alloc(c->arena, sizeof *t);
+    t->present = true;
+    t->tensor = tensor;
+    t->name = name.text;
+    t->range = range_join(name.range, end.range);
+    t->scalar = name.kind == NNK_TK_TYPENAME ? type_lookup(name.text, strlen(name.text)) : T_NONE;
+    return t;
+}
+
+TypeRef *ast_no_type(Compiler *c)
+{
+    TypeRef *t = arena_alloc(c->arena, sizeof *t);
+    t->scalar = T_NONE;
+    return t;
+}
+
+Generic *ast_generic(Compiler *c, Token name, Token *cls)
+{
+    Generic *g = arena_alloc(c->arena, sizeof *g);
+    g->name = name.text;
+    g->range = name.range;
+    g->cls = CLASS_ANY;
+    if (cls) {
+        g->cls_name = cls->text;
+        g->cls_range = cls->range;
+        g->cls = class_lookup(cls->text); /* CLASS_NONE is reported by sema */
+    }
+    return g;
+}
+
+Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt)
+{
+    Param *p = arena_alloc(c->arena, sizeof *p);
+    p->name = name.text;
+    p->range = name.range;
+    p->ty = *ty;
+    p->dflt = dflt;
+    return p;
+}
+
+Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Token semi)
+{
+    Stmt *s = arena_alloc(c->arena, sizeof *s);
+    s->kind = S_LET;
+    s->name = name.text;
+    s->name_range = name.range;
+    s->range = range_join(let.range, semi.range);
+    s->ty = *ty;
+    s->value = value;
+    return s;
+}
+
+Stmt *ast_assign(Compiler *c, Token name, Expr *value, Token semi)
+{
+    Stmt *s = arena_alloc(c->arena, sizeof *s);
+    s->kind = S_ASSIGN;
+    s->name = name.text;
+    s->name_range = name.range;
+    s->range = range_join(name.range, semi.range);
+    s->ty.scalar = T_NONE;
+    s->value = value;
+    return s;
+}
+
+Stmt *ast_lost_stmt(Compiler *c, Token semi)
+{
+    Stmt *s = arena_alloc(c->arena, sizeof *s);
+    s->kind = S_ERROR;
+    s->range = semi.range;
+    return s;
+}
+
+InstSpec *ast_inst(Compiler *c, Token name, List *types, Token end)
+{
+    InstSpec *s = arena_alloc(c->arena, sizeof *s);
+    s->name = name.text;
+    s->name_range = name.range;
+    s->range = range_join(name.range, end.range);
+    if (types)
+        s->types = *types;
+    return s;
+}
+
+static Item *new_item(Compiler *c, ItemKind k, Token kw, Token end)
+{
+    Item *it = arena_alloc(c->arena, sizeof *it);
+    it->kind = k;
+    it->range = range_join(kw.range, end.range);
+    it->src = source_get(c, kw.range.file);
+    return it;
+}
+
+Item *ast_import(Compiler *c, Token kw, Token path, Token semi)
+{
+    Item *it = new_item(c, I_IMPORT, kw, semi);
+    it->name = path.text;
+    it->name_range = path.range;
+    return it;
+}
+
+Item *ast_const(Compiler *c, Token kw, Token name, TypeRef *ty, Expr *value, Token semi)
+{
+    Item *it = new_item(c, I_CONST, kw, semi);
+    it->name = name.text;
+    it->name_range = name.range;
+    it->ty = *ty;
+    it->value = value;
+    return it;
+}
+
+Item *ast_func(Compiler *c, Token kw, Token name, List *generics, List *params, TypeRef *ret, Expr *body, Token semi)
+{
+    Item *it = new_item(c, I_FUNC, kw, semi);
+    it->name = name.text;
+    it->name_range = name.range;
+    it->generics = *generics;
+    it->params = *params;
+    it->ty = *ret;
+    it->value = body;
+    return it;
+}
+
+Item *ast_kernel(Compiler *c, Token kw, Token name, List *generics, List *params, List *outs, List *body, Token rbrace)
+{
+    Item *it = new_item(c, kw.kind == NNK_TK_REDUCTION ? I_REDUCTION : I_ELEMENTWISE, kw, rbrace);
+    it->name = name.text;
+    it->name_range = name.range;
+    it->generics = *generics;
+    it->params = *params;
+    it->outputs = *outs;
+    it->body = *body;
+    return it;
+}
+
+Item *ast_instantiate(Compiler *c, Token kw, List *insts, Token semi)
+{
+    Item *it = new_item(c, I_INSTANTIATE, kw, semi);
+    it->insts = *insts;
+    return it;
+}
+
+void ast_add_item(Compiler *c, Item *it)
+{
+    list_push(c->arena, &c->items, it);
+}
+
+/* ---- --emit=ast ------------------------------------------------------------ */
+
+static void dump_type(const TypeRef *t, Buf *out)
+{
+    if (!t->present)
+        return;
+    buf_printf(out, ": %s%s", t->name, t->tensor ? "[]" : "");
+}
+
+void ast_dump_expr(const Expr *e, Buf *out)
+{
+    if (!e) {
+        buf_puts(out, "<null>");
+        return;
+    }
+    if (e->depth > NNKC_MAX_NESTING) {
+        buf_puts(out, "<too deep>");
+        return;
+    }
+    switch ((ExprKind)e->kind) {
+    case E_ERROR: buf_puts(out, "<error>"); break;
+    case E_INT: case E_FLOAT: case E_BOOL: case E_CONST: value_format(e->value, out, false); break;
+    case E_NAME: buf_puts(out, e->name); break;
+    case E_IDX: buf_puts(out, "idx"); break;
+    case E_N: buf_puts(out, "n"); break;
+    case E_PARAM: buf_printf(out, "$%d", e->index); break;
+    case E_LPARAM: buf_printf(out, "$lambda%d", e->index); break;
+    case E_UNARY:
+        buf_printf(out, "(%s", op_info[e->op].tok);
+        ast_dump_expr(e->a, out);
+        buf_puts(out, ")");
+        break;
+    case E_BINARY:
+        buf_puts(out, "(");
+        ast_dump_expr(e->a, out);
+        buf_printf(out, " %s ", op_info[e->op].tok);
+        ast_dump_expr(e->b, out);
+        buf_puts(out, ")");
+        break;
+    case E_COND:
+        buf_puts(out, "(");
+        ast_dump_expr(e->a, out);
+        buf_puts(out, " ? ");
+        ast_dump_expr(e->b, out);
+        buf_puts(out, " : ");
+        ast_dump_expr(e->c, out);
+        buf_puts(out, ")");
+        break;
+    case E_CAST:
+        buf_printf(out, "%s(", type_name((Type)e->type));
+        ast_dump_expr(e->a, out);
+        buf_puts(out, ")");
+        break;
+    case E_CALL: case E_BUILTIN:
+        buf_puts(out, e->kind == E_CALL ? e->name : builtin_info[e->op].name);
+        buf_puts(out, "(");
+        for (int i = 0; i < e->args.n; i++) {
+            if (i)
+                buf_puts(out, ", ");
+            ast_dump_expr(e->args.items[i], out);
+        }
+        buf_puts(out, ")");
+        break;
+    case E_REDUCE:
+        buf_printf(out, "%s(", reducer_info[e->op].name);
+        ast_dump_expr(e->a, out);
+        if (e->b) {
+            buf_puts(out, ", ");
+            ast_dump_expr(e->b, out);
+            buf_puts(out, ", |a, b| ");
+            ast_dump_expr(e->c, out);
+        }
+        buf_puts(out, ")");
+        break;
+    case E_LAMBDA:
+        buf_puts(out, "|");
+        for (int i = 0; i < e->args.n; i++)
+            buf_printf(out, "%s%s", i ? ", " : "", ((Expr *)e->args.items[i])->name);
+        buf_puts(out, "| ");
+        ast_dump_expr(e->a, out);
+        break;
+    }
+    if (e->type != T_NONE && e->kind != E_CAST)
+        buf_printf(out, ":%s", type_name((Type)e->type));
+}
+
+static void dump_params(const List *l, Buf *out)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Param *p = l->items[i];
+        buf_printf(out, "%s%s", i ? ", " : "", p->name);
+        dump_type(&p->ty, out);
+        if (p->dflt) {
+            buf_puts(out, " = ");
+            ast_dump_expr(p->dflt, out);
+        }
+    }
+}
+
+static void dump_generics(const List *l, Buf *out)
+{
+    if (!l->n)
+        return;
+    buf_puts(out, "<");
+    for (int i = 0; i < l->n; i++) {
+        const Generic *g = l->items[i];
+        buf_printf(out, "%s%s: %s", i ? ", " : "", g->name, class_name(g->cls));
+    }
+    buf_puts(out, ">");
+}
+
+/* The checked program: every item, then every instance with the typed
+ * tree of its outputs (types after ':'). */
+void ast_dump(Compiler *c, Buf *out)
+{
+    for (int i = 0; i < c->items.n; i++) {
+        const Item *it = c->items.items[i];
+        switch (it->kind) {
+        case I_IMPORT:
+            buf_printf(out, "import \"%s\"\n", it->name);
+            break;
+        case I_CONST:
+            buf_printf(out, "const %s", it->name);
+            dump_type(&it->ty, out);
+            buf_puts(out, " = ");
+            ast_dump_expr(it->checked ? it->checked : it->value, out);
+            buf_puts(out, "\n");
+            break;
+        case I_FUNC:
+            buf_printf(out, "func %s", it->name);
+            dump_generics(&it->generics, out);
+            buf_puts(out, "(");
+            dump_params(&it->params, out);
+            buf_puts(out, ") = ");
+            ast_dump_expr(it->value, out);
+            buf_puts(out, "\n");
+            break;
+        case I_ELEMENTWISE:
+        case I_REDUCTION:
+            buf_printf(out, "%s %s", it->kind == I_REDUCTION ? "reduction" : "elementwise", it->name);
+            dump_generics(&it->generics, out);
+            buf_puts(out, "(");
+            dump_params(&it->params, out);
+            buf_puts(out, ") -> (");
+            dump_params(&it->outputs, out);
+            buf_puts(out, ")\n");
+            for (int j = 0; j < it->body.n; j++) {
+                const Stmt *s = it->body.items[j];
+                buf_printf(out, "    %s%s", s->kind == S_LET ? "let " : "", s->name);
+                dump_type(&s->ty, out);
+                buf_puts(out, " = ");
+                ast_dump_expr(s->value, out);
+                buf_puts(out, "\n");
+            }
+            break;
+        case I_INSTANTIATE:
+            buf_puts(out, "instantiate");
+            for (int j = 0; j < it->insts.n; j++) {
+                const InstSpec *s = it->insts.items[j];
+                buf_printf(out, "%s %s", j ? "," : "", s->name);
+                for (int k = 0; k < s->types.n; k++)
+                    buf_printf(out, "%s%s", k ? ", " : "<", ((TypeRef *)s->types.items[k])->name);
+                if (s->types.n)
+                    buf_puts(out, ">");
+            }
+            buf_puts(out, "\n");
+            break;
+        }
+    }
+    for (int i = 0; i < c->instances.n; i++) {
+        const Instance *in = c->instances.items[i];
+        buf_printf(out, "instance %s (%s)\n", in->name, in->display);
+        for (int j = 0; j < in->nparams; j++) {
+            const InstParam *p = &in->params[j];
+            buf_printf(out, "    param $%d %s: %s%s", j, p->name, type_name(p->type), p->tensor ? "[]" : "");
+            if (p->storage != p->type)
+                buf_printf(out, " (stored as %s)", type_name(p->storage));
+            if (p->has_default) {
+                buf_puts(out, " = ");
+                value_format(p->dflt, out, false);
+            }
+            buf_puts(out, "\n");
+        }
+        for (int j = 0; j < in->nouts; j++) {
+            const InstParam *p = &in->outs[j];
+            buf_printf(out, "    out %s: %s%s = ", p->name, type_name(p->type), p->tensor ? "[]" : "");
+            ast_dump_expr(in->values[j], out);
+            buf_puts(out, "\n");
+        }
+    }
+}

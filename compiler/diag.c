@@ -1,0 +1,266 @@
+/* diag.c - diagnostics: collected as values with locations, rendered in
+ * the format of cc ("file:line:col: error: msg", the source line, a caret
+ * under the culprit), deduplicated, and capped so that no input can make
+ * the compiler print without end. */
+#include "nnkc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ERRORS = 50 };
+
+static bool same_diag(const Diag *d, DiagLevel level, bool has_range, Range r, const char *msg)
+{
+    return d->level == level && d->has_range == has_range &&
+           (!has_range || (d->range.file == r.file && d->range.off == r.off && d->range.len == r.len)) &&
+           strcmp(d->msg, msg) == 0;
+}
+
+static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const char *fmt, va_list ap)
+{
+    if (level == DIAG_NOTE) {
+        if (c->suppress)
+            return;
+    } else {
+        c->suppress = 0;
+        if (level == DIAG_WARNING && c->opt.no_warnings) {
+            c->suppress = 1;
+            return;
+        }
+        if (level == DIAG_WARNING && c->opt.werror)
+            level = DIAG_ERROR;
+        if (c->nerrors >= MAX_ERRORS) {
+            c->suppress = 1;
+            return;
+        }
+    }
+    char *msg = arena_vprintf(c->arena, fmt, ap);
+    if (level != DIAG_NOTE) {
+        /* Instances of one generic kernel repeat the errors of its body. */
+        for (int i = 0; i < c->diags.n; i++) {
+            if (same_diag(c->diags.items[i], level, has_range, r, msg)) {
+                c->suppress = 1;
+                return;
+            }
+        }
+    }
+    Diag *d = arena_alloc(c->arena, sizeof *d);
+    d->level = level;
+    d->has_range = has_range;
+    d->range = r;
+    d->msg = msg;
+    list_push(c->arena, &c->diags, d);
+    if (level == DIAG_ERROR)
+        c->nerrors++;
+    else if (level == DIAG_WARNING)
+        c->nwarnings++;
+    if (level != DIAG_NOTE && c->context_msg) {
+        Diag *n = arena_alloc(c->arena, sizeof *n);
+        n->level = DIAG_NOTE;
+        n->has_range = true;
+        n->range = c->context_range;
+        n->msg = (char *)c->context_msg;
+        n->context = true;
+        list_push(c->arena, &c->diags, n);
+    }
+}
+
+#define DEFINE_DIAG(fn, level)                                   \
+    void fn(Compiler *c, Range r, const char *fmt, ...)          \
+    {                                                            \
+        va_list ap;                                              \
+        va_start(ap, fmt);                                       \
+        add(c, level, true, r, fmt, ap);                         \
+        va_end(ap);                                              \
+    }
+DEFINE_DIAG(diag_error, DIAG_ERROR)
+DEFINE_DIAG(diag_warning, DIAG_WARNING)
+DEFINE_DIAG(diag_note, DIAG_NOTE)
+
+void diag_note_plain(Compiler *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(c, DIAG_NOTE, false, (Range){0}, fmt, ap);
+    va_end(ap);
+}
+
+void diag_error_plain(Compiler *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add(c, DIAG_ERROR, false, (Range){0}, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- rendering ---------------------------------------------------------- */
+
+static const char *const level_name[] = {"error", "warning", "note"};
+static const char *const level_color[] = {"\033[1;31m", "\033[1;35m", "\033[1;36m"};
+#define BOLD "\033[1m"
+#define GREEN "\033[1;32m"
+#define RESET "\033[0m"
+
+/* Display column of byte `off` in a line: UTF-8 continuation bytes take no
+ * column, so the caret lines up under multi-byte text. */
+static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool color)
+{
+    if (r.off > f->len)
+        return;
+    size_t start = r.off;
+    while (start > 0 && f->text[start - 1] != '\n')
+        start--;
+    size_t end = r.off;
+    while (end < f->len && f->text[end] != '\n')
+        end++;
+    if (end > start && f->text[end - 1] == '\r')
+        end--;
+    /* Control bytes (NUL included) print as spaces so the terminal and the
+     * caret stay aligned. */
+    for (size_t i = start; i < end; i++) {
+        unsigned char ch = (unsigned char)f->text[i];
+        char o = (ch < 0x20 && ch != '\t') || ch == 0x7f ? ' ' : (char)ch;
+        buf_put(out, &o, 1);
+    }
+    buf_put(out, "\n", 1);
+    for (size_t i = start; i < r.off; i++) {
+        unsigned char ch = (unsigned char)f->text[i];
+        if ((ch & 0xc0) == 0x80)
+            continue;
+        buf_put(out, ch == '\t' ? "\t" : " ", 1);
+    }
+    if (color)
+        buf_puts(out, GREEN);
+    buf_put(out, "^", 1);
+    size_t stop = r.off + r.len < end ? r.off + r.len : end;
+    for (size_t i = r.off + 1; i < stop; i++) {
+        if (((unsigned char)f->text[i] & 0xc0) != 0x80)
+            buf_put(out, "~", 1);
+    }
+    if (color)
+        buf_puts(out, RESET);
+    buf_put(out, "\n", 1);
+}
+
+/* Diagnostics print in source order, each error or warning with its notes;
+ * the front end finds them in phase order (lexer, parser, sema). */
+typedef struct Group {
+    int first, count;
+    int file;
+    uint32_t off;
+    int seq;
+} Group;
+
+static int group_cmp(const void *pa, const void *pb)
+{
+    const Group *a = pa, *b = pb;
+    if (a->file != b->file)
+        return a->file < b->file ? -1 : 1;
+    if (a->off != b->off)
+        return a->off < b->off ? -1 : 1;
+    return a->seq - b->seq;
+}
+
+static void render_one(Compiler *c, Buf *out, const Diag *d, bool color);
+
+void diag_render(Compiler *c, Buf *out, bool color)
+{
+    Group *groups = arena_alloc(c->arena, sizeof(Group) * (size_t)(c->diags.n + 1));
+    int ng = 0;
+    for (int i = 0; i < c->diags.n; i++) {
+        const Diag *d = c->diags.items[i];
+        if (d->level == DIAG_NOTE && ng > 0) {
+            /* a note belongs to the diagnostic before it */
+            groups[ng - 1].count++;
+            continue;
+        }
+        groups[ng].first = i;
+        groups[ng].count = 1;
+        /* Locationless diagnostics (unreadable files) go first. */
+        groups[ng].file = d->has_range ? d->range.file : -1;
+        groups[ng].off = d->has_range ? d->range.off : 0;
+        groups[ng].seq = ng;
+        ng++;
+    }
+    qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
+    /* Within a group the context note ("in instance ...") comes last. */
+    for (int g = 0; g < ng; g++)
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = groups[g].first; i < groups[g].first + groups[g].count; i++)
+                if (((const Diag *)c->diags.items[i])->context == (pass == 1))
+                    render_one(c, out, c->diags.items[i], color);
+    if (c->nerrors >= MAX_ERRORS)
+        buf_printf(out, "%snote:%s too many errors (%d); stopping\n", color ? level_color[DIAG_NOTE] : "",
+                   color ? RESET : "", MAX_ERRORS);
+}
+
+static void render_one(Compiler *c, Buf *out, const Diag *d, bool color)
+{
+    {
+        if (d->has_range) {
+            const SourceFile *f = source_get(c, d->range.file);
+            buf_printf(out, "%s%s:%d:%d:%s ", color ? BOLD : "", f->path, d->range.line, d->range.col,
+                       color ? RESET : "");
+        } else if (d->level != DIAG_NOTE) {
+            buf_printf(out, "%snnkc:%s ", color ? BOLD : "", color ? RESET : "");
+        }
+        buf_printf(out, "%s%s:%s %s%s%s\n", color ? level_color[d->level] : "", level_name[d->level],
+                   color ? RESET : "", color ? BOLD : "", d->msg, color ? RESET : "");
+        if (d->has_range)
+            put_line_and_caret(out, source_get(c, d->range.file), d->range, color);
+    }
+}
+
+/* ---- suggestions -------------------------------------------------------- */
+
+static int edit_distance(const char *a, const char *b, int limit)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 64 || lb > 64 || abs(la - lb) > limit)
+        return limit + 1;
+    int prev2[65] = {0}, prev[65], cur[65];
+    for (int j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (int i = 1; i <= la; i++) {
+        cur[0] = i;
+        int best = cur[0];
+        for (int j = 1; j <= lb; j++) {
+            int sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            int del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            /* A swap of two neighbours counts as one edit (tahn -> tanh). */
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < cur[j])
+                cur[j] = prev2[j - 2] + 1;
+            if (cur[j] < best)
+                best = cur[j];
+        }
+        if (best > limit)
+            return limit + 1;
+        memcpy(prev2, prev, sizeof(int) * (size_t)(lb + 1));
+        memcpy(prev, cur, sizeof(int) * (size_t)(lb + 1));
+    }
+    return prev[lb];
+}
+
+const char *diag_suggest(const char *name, const char *const *cands, int n)
+{
+    int len = (int)strlen(name);
+    int limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
+    const char *best = NULL;
+    int best_d = limit + 1;
+    for (int i = 0; i < n; i++) {
+        if (!cands[i] || strcmp(cands[i], name) == 0)
+            continue;
+        int d = edit_distance(name, cands[i], limit);
+        /* On a tie prefer the candidate of the same length (tahn: tanh, not tan). */
+        if (d == best_d && best && strlen(cands[i]) == (size_t)len && strlen(best) != (size_t)len) {
+            best = cands[i];
+            continue;
+        }
+        if (d < best_d) {
+            best_d = d;
+            best = cands[i];
+        }
+    }
+    return best;
+}

@@ -1,0 +1,474 @@
+/* fold.c - compile-time evaluation.
+ *
+ * Folding must give the bits the generated code would give, so these are
+ * the semantics of the back ends written once in C: integers wrap, integer
+ * division and remainder by zero give 0, INT_MIN / -1 wraps, shifts by a
+ * count outside [0, bits) give 0 (or the sign for >> of a negative value),
+ * float-to-int conversion saturates and maps NaN to 0 (CUDA's cvt.rzi),
+ * f16/bf16 values compute in f32 and round to nearest even when stored.
+ */
+#include "nnkc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const BuiltinInfo builtin_info[B_COUNT] = {
+#define BUILTIN(id, name, lo, hi, rule) {name, lo, hi, rule},
+#include "builtins.def"
+#undef BUILTIN
+};
+
+const ReducerInfo reducer_info[R_COUNT] = {
+#define REDUCER(id, name, rule) {name, rule},
+#include "builtins.def"
+#undef REDUCER
+};
+
+const OpInfo op_info[OP_COUNT] = {
+#define UNOP(id, tok) {tok, 11, true},
+#define BINOP(id, tok, prec) {tok, prec, false},
+#include "ops.def"
+#undef UNOP
+#undef BINOP
+};
+
+/* ---- f16 / bf16 ---------------------------------------------------------- */
+
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t nnkc_f32_to_f16(float f)
+{
+    uint32_t x = f2u(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)                   /* NaN: keep it quiet */
+        return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
+    if (ax >= 0x477ff000u)                  /* rounds to >= 65520: inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (ax < 0x38800000u) {                 /* below 2^-14: subnormal or 0 */
+        /* Adding 0.5 (2^-1) aligns the f16 subnormal step (2^-24) with the
+         * f32 ulp of the sum, so float addition rounds to nearest even. */
+        float r = u2f(ax) + 0.5f;
+        return (uint16_t)(sign | (uint16_t)(f2u(r) - 0x3f000000u));
+    }
+    uint32_t mant_odd = (ax >> 13) & 1;
+    ax += 0xc8000fffu + mant_odd;           /* rebias exponent, round to even */
+    return (uint16_t)(sign | (uint16_t)(ax >> 13));
+}
+
+float nnkc_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    if (exp == 0x1f)
+        return u2f(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0) {
+        float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    return u2f(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t nnkc_f32_to_bf16(float f)
+{
+    uint32_t x = f2u(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);     /* quiet NaN */
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+float nnkc_bf16_to_f32(uint16_t h)
+{
+    return u2f((uint32_t)h << 16);
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+static bool is_unsigned(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_UINT; }
+
+/* Wraps an integer to the width and signedness of t. */
+static Value wrap(Type t, uint64_t bits)
+{
+    Value v = {.type = t};
+    switch (t) {
+    case T_BOOL: v.v.i = bits != 0; break;
+    case T_I8: v.v.i = (int8_t)bits; break;
+    case T_I16: v.v.i = (int16_t)bits; break;
+    case T_I32: v.v.i = (int32_t)bits; break;
+    case T_I64: case T_WINT: v.v.i = (int64_t)bits; break;
+    case T_U8: v.v.u = (uint8_t)bits; break;
+    case T_U16: v.v.u = (uint16_t)bits; break;
+    case T_U32: v.v.u = (uint32_t)bits; break;
+    case T_U64: v.v.u = bits; break;
+    default: nnkc_assert(!"not an integer type");
+    }
+    return v;
+}
+
+/* Rounds a double to what the type holds in registers (f16/bf16 compute in f32). */
+static double round_compute(Type t, double f)
+{
+    return t == T_F64 || t == T_WFLOAT ? f : (double)(float)f;
+}
+
+Value value_int(Type t, int64_t i)
+{
+    if (type_is_float(t) || t == T_WFLOAT)
+        return value_float(t, (double)i);
+    return wrap(t, (uint64_t)i);
+}
+
+Value value_float(Type t, double f)
+{
+    Value v = {.type = t};
+    v.v.f = round_compute(t, f);
+    return v;
+}
+
+double value_as_double(Value v)
+{
+    if (type_is_float(v.type) || v.type == T_WFLOAT)
+        return v.v.f;
+    return is_unsigned(v.type) ? (double)v.v.u : (double)v.v.i;
+}
+
+bool value_truth(Value v)
+{
+    if (type_is_float(v.type) || v.type == T_WFLOAT)
+        return v.v.f != 0;           /* NaN is true, as in C and numpy */
+    return is_unsigned(v.type) ? v.v.u != 0 : v.v.i != 0;
+}
+
+/* Float to integer: truncate, saturate at the type's range, NaN -> 0. */
+static Value float_to_int(double f, Type to)
+{
+    if (to == T_BOOL)
+        return wrap(to, f != 0);
+    if (f != f)
+        return wrap(to, 0);
+    int bits = type_info[to].bits;
+    if (is_unsigned(to)) {
+        double max = ldexp(1.0, bits);   /* exclusive */
+        if (f <= 0)
+            return wrap(to, 0);
+        if (f >= max)
+            return wrap(to, bits == 64 ? UINT64_MAX : (1ull << bits) - 1);
+        return wrap(to, (uint64_t)f);
+    }
+    double lim = ldexp(1.0, bits - 1);
+    if (f >= lim)
+        return wrap(to, (uint64_t)((bits == 64 ? INT64_MAX : (int64_t)lim - 1)));
+    if (f <= -lim)
+        return wrap(to, (uint64_t)(bits == 64 ? INT64_MIN : -(int64_t)lim));
+    return wrap(to, (uint64_t)(int64_t)f);
+}
+
+Value value_cast(Value v, Type to)
+{
+    if (to == v.type || to >= T_NSCALAR)
+        return v;
+    bool from_float = type_is_float(v.type) || v.type == T_WFLOAT;
+    if (type_is_float(to)) {
+        double f = value_as_double(v);
+        Value r = {.type = to};
+        switch (to) {
+        case T_F16: r.v.f = nnkc_f16_to_f32(nnkc_f32_to_f16((float)f)); break;
+        case T_BF16: r.v.f = nnkc_bf16_to_f32(nnkc_f32_to_bf16((float)f)); break;
+        case T_F32: r.v.f = (float)f; break;
+        default: r.v.f = f; break;
+        }
+        return r;
+    }
+    if (from_float)
+        return float_to_int(v.v.f, to);
+    return wrap(to, is_unsigned(v.type) ? v.v.u : (uint64_t)v.v.i);
+}
+
+/* A literal meeting a typed operand takes its type; for f16 and bf16 that
+ * is their compute type, so the literal keeps f32 precision (language.md
+ * §2: "0.5 * x with x: f16 stays f16-storage/f32-compute"). */
+Value value_adopt(Value v, Type to)
+{
+    if ((to == T_F16 || to == T_BF16) && v.type != to) {
+        Value r = value_cast(v, T_F32);
+        r.type = to;
+        return r;
+    }
+    return value_cast(v, to);
+}
+
+/* ---- operators --------------------------------------------------------------- */
+
+bool fold_unary(Op op, Type t, Value a, Value *out)
+{
+    a = value_adopt(a, t);
+    bool fl = type_is_float(t) || t == T_WFLOAT;
+    switch (op) {
+    case UN_NEG:
+        *out = fl ? value_float(t, -a.v.f) : wrap(t, 0 - (uint64_t)a.v.i);
+        return true;
+    case UN_NOT:
+        *out = wrap(T_BOOL, !value_truth(a));
+        return true;
+    case UN_BITNOT:
+        *out = t == T_BOOL ? wrap(T_BOOL, !a.v.i) : wrap(t, ~(uint64_t)a.v.i);
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int cmp_values(Value a, Value b, bool fl, bool uns, bool *unordered)
+{
+    *unordered = false;
+    if (fl) {
+        if (a.v.f != a.v.f || b.v.f != b.v.f) {
+            *unordered = true;
+            return 0;
+        }
+        return (a.v.f > b.v.f) - (a.v.f < b.v.f);
+    }
+    if (uns)
+        return (a.v.u > b.v.u) - (a.v.u < b.v.u);
+    return (a.v.i > b.v.i) - (a.v.i < b.v.i);
+}
+
+static Value shift(Op op, Type t, Value a, Value b)
+{
+    int bits = t == T_WINT ? 64 : type_info[t].bits;
+    bool uns = is_unsigned(t);
+    int64_t cnt = uns ? (b.v.u > 64 ? 64 : (int64_t)b.v.u) : b.v.i;
+    if (cnt < 0 || cnt >= bits) {
+        if (op == BIN_SHL || uns || a.v.i >= 0)
+            return wrap(t, 0);
+        return wrap(t, UINT64_MAX);
+    }
+    if (op == BIN_SHL)
+        return wrap(t, (uint64_t)a.v.i << cnt);
+    if (uns)
+        return wrap(t, a.v.u >> cnt);
+    return wrap(t, (uint64_t)(a.v.i >> cnt)); /* arithmetic shift */
+}
+
+bool fold_binary(Op op, Type t, Value a, Value b, Value *out)
+{
+    if (op == BIN_LAND || op == BIN_LOR) {
+        bool x = value_truth(a), y = value_truth(b);
+        *out = wrap(T_BOOL, op == BIN_LAND ? (x && y) : (x || y));
+        return true;
+    }
+    a = value_adopt(a, t);
+    b = value_adopt(b, t);
+    bool fl = type_is_float(t) || t == T_WFLOAT;
+    bool uns = is_unsigned(t);
+    bool unord;
+    switch (op) {
+    case BIN_EQ: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) == 0 && !unord); return true;
+    case BIN_NE: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) != 0 || unord); return true;
+    case BIN_LT: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) < 0 && !unord); return true;
+    case BIN_LE: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) <= 0 && !unord); return true;
+    case BIN_GT: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) > 0 && !unord); return true;
+    case BIN_GE: *out = wrap(T_BOOL, cmp_values(a, b, fl, uns, &unord) >= 0 && !unord); return true;
+    default: break;
+    }
+    if (fl) {
+        double x = a.v.f, y = b.v.f, r;
+        switch (op) {
+        case BIN_ADD: r = x + y; break;
+        case BIN_SUB: r = x - y; break;
+        case BIN_MUL: r = x * y; break;
+        case BIN_DIV: r = x / y; break;
+        default: return false; /* integer-only operators: sema reports */
+        }
+        if (t != T_F64 && t != T_WFLOAT) {
+            /* f32 arithmetic, not double then rounded (they can differ). */
+            float fx = (float)x, fy = (float)y;
+            r = op == BIN_ADD ? fx + fy : op == BIN_SUB ? fx - fy : op == BIN_MUL ? fx * fy : fx / fy;
+        }
+        *out = value_float(t, r);
+        return true;
+    }
+    uint64_t x = uns ? a.v.u : (uint64_t)a.v.i, y = uns ? b.v.u : (uint64_t)b.v.i;
+    switch (op) {
+    case BIN_ADD: *out = wrap(t, x + y); return true;
+    case BIN_SUB: *out = wrap(t, x - y); return true;
+    case BIN_MUL: *out = wrap(t, x * y); return true;
+    case BIN_BITAND: *out = wrap(t, x & y); return true;
+    case BIN_BITOR: *out = wrap(t, x | y); return true;
+    case BIN_BITXOR: *out = wrap(t, x ^ y); return true;
+    case BIN_SHL: case BIN_SHR: *out = shift(op, t, a, b); return true;
+    case BIN_DIV: case BIN_MOD:
+        if (y == 0) {
+            *out = wrap(t, 0);
+        } else if (uns) {
+            *out = wrap(t, op == BIN_DIV ? x / y : x % y);
+        } else if (b.v.i == -1) {
+            *out = wrap(t, op == BIN_DIV ? 0 - x : 0); /* INT_MIN / -1 wraps */
+        } else {
+            *out = wrap(t, (uint64_t)(op == BIN_DIV ? a.v.i / b.v.i : a.v.i % b.v.i));
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---- built-in functions -------------------------------------------------------- */
+
+static double round_half_even(double x)
+{
+    return nearbyint(x); /* the default rounding mode is to nearest even */
+}
+
+static double fmax_nan(double a, double b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
+static double fmin_nan(double a, double b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
+
+static double eval_float(Builtin bi, bool f32, const double *x)
+{
+    switch (bi) {
+    case B_ABS: return fabs(x[0]);
+    case B_SIGN: return x[0] != x[0] ? x[0] : (x[0] > 0) - (x[0] < 0);
+    case B_SQRT: return f32 ? sqrtf((float)x[0]) : sqrt(x[0]);
+    case B_RSQRT: return f32 ? 1.0f / sqrtf((float)x[0]) : 1.0 / sqrt(x[0]);
+    case B_CBRT: return f32 ? cbrtf((float)x[0]) : cbrt(x[0]);
+    case B_EXP: return f32 ? expf((float)x[0]) : exp(x[0]);
+    case B_EXP2: return f32 ? exp2f((float)x[0]) : exp2(x[0]);
+    case B_EXPM1: return f32 ? expm1f((float)x[0]) : expm1(x[0]);
+    case B_LOG: return f32 ? logf((float)x[0]) : log(x[0]);
+    case B_LOG2: return f32 ? log2f((float)x[0]) : log2(x[0]);
+    case B_LOG10: return f32 ? log10f((float)x[0]) : log10(x[0]);
+    case B_LOG1P: return f32 ? log1pf((float)x[0]) : log1p(x[0]);
+    case B_SIN: return f32 ? sinf((float)x[0]) : sin(x[0]);
+    case B_COS: return f32 ? cosf((float)x[0]) : cos(x[0]);
+    case B_TAN: return f32 ? tanf((float)x[0]) : tan(x[0]);
+    case B_ASIN: return f32 ? asinf((float)x[0]) : asin(x[0]);
+    case B_ACOS: return f32 ? acosf((float)x[0]) : acos(x[0]);
+    case B_ATAN: return f32 ? atanf((float)x[0]) : atan(x[0]);
+    case B_ATAN2: return f32 ? atan2f((float)x[0], (float)x[1]) : atan2(x[0], x[1]);
+    case B_SINH: return f32 ? sinhf((float)x[0]) : sinh(x[0]);
+    case B_COSH: return f32 ? coshf((float)x[0]) : cosh(x[0]);
+    case B_TANH: return f32 ? tanhf((float)x[0]) : tanh(x[0]);
+    case B_ASINH: return f32 ? asinhf((float)x[0]) : asinh(x[0]);
+    case B_ACOSH: return f32 ? acoshf((float)x[0]) : acosh(x[0]);
+    case B_ATANH: return f32 ? atanhf((float)x[0]) : atanh(x[0]);
+    case B_ERF: return f32 ? erff((float)x[0]) : erf(x[0]);
+    case B_ERFC: return f32 ? erfcf((float)x[0]) : erfc(x[0]);
+    case B_LGAMMA: return f32 ? lgammaf((float)x[0]) : lgamma(x[0]);
+    case B_TGAMMA: return f32 ? tgammaf((float)x[0]) : tgamma(x[0]);
+    case B_POW: return f32 ? powf((float)x[0], (float)x[1]) : pow(x[0], x[1]);
+    case B_HYPOT: return f32 ? hypotf((float)x[0], (float)x[1]) : hypot(x[0], x[1]);
+    case B_FLOOR: return floor(x[0]);
+    case B_CEIL: return ceil(x[0]);
+    case B_ROUND: return round_half_even(x[0]);
+    case B_TRUNC: return trunc(x[0]);
+    case B_FMOD: return f32 ? fmodf((float)x[0], (float)x[1]) : fmod(x[0], x[1]);
+    case B_MIN: return fmin_nan(x[0], x[1]);
+    case B_MAX: return fmax_nan(x[0], x[1]);
+    case B_CLAMP: return fmin_nan(fmax_nan(x[0], x[1]), x[2]);
+    case B_FMA: return f32 ? fmaf((float)x[0], (float)x[1], (float)x[2]) : fma(x[0], x[1], x[2]);
+    case B_SIGMOID: return f32 ? 1.0f / (1.0f + expf(-(float)x[0])) : 1.0 / (1.0 + exp(-x[0]));
+    case B_RELU: return x[0] != x[0] ? x[0] : x[0] > 0 ? x[0] : 0.0;
+    case B_COPYSIGN: return copysign(x[0], x[1]);
+    default: nnkc_assert(!"not a float builtin"); return 0;
+    }
+}
+
+bool fold_builtin(Builtin bi, Type t, const Value *args, int n, Value *out)
+{
+    Value a[3];
+    for (int i = 0; i < n && i < 3; i++)
+        a[i] = value_adopt(args[i], t);
+    switch (bi) {
+    case B_WHERE:
+        *out = value_truth(args[0]) ? value_adopt(args[1], t) : value_adopt(args[2], t);
+        return true;
+    case B_ISNAN: case B_ISINF: case B_ISFINITE: {
+        bool fl = type_is_float(args[0].type) || args[0].type == T_WFLOAT;
+        double x = fl ? args[0].v.f : 0;
+        bool r = bi == B_ISNAN ? x != x : bi == B_ISINF ? isinf(x) : isfinite(x);
+        *out = wrap(T_BOOL, r);
+        return true;
+    }
+    default:
+        break;
+    }
+    if (type_is_float(t) || t == T_WFLOAT) {
+        double x[3];
+        for (int i = 0; i < n && i < 3; i++)
+            x[i] = a[i].v.f;
+        *out = value_float(t, eval_float(bi, t != T_F64 && t != T_WFLOAT, x));
+        return true;
+    }
+    /* Integer (and bool) arguments of the BR_NUM and BR_ROUND rules. */
+    bool uns = is_unsigned(t);
+    Value tmp;
+    switch (bi) {
+    case B_ABS:
+        *out = uns || a[0].v.i >= 0 ? a[0] : wrap(t, 0 - (uint64_t)a[0].v.i);
+        return true;
+    case B_SIGN:
+        *out = uns ? wrap(t, a[0].v.u != 0) : wrap(t, (uint64_t)(int64_t)((a[0].v.i > 0) - (a[0].v.i < 0)));
+        return true;
+    case B_RELU:
+        *out = uns || a[0].v.i > 0 ? a[0] : wrap(t, 0);
+        return true;
+    case B_FLOOR: case B_CEIL: case B_ROUND: case B_TRUNC:
+        *out = a[0];
+        return true;
+    case B_MIN: case B_MAX: {
+        fold_binary(BIN_LT, t, a[0], a[1], &tmp);
+        bool lt = tmp.v.i;
+        *out = (bi == B_MIN) == lt ? a[0] : a[1];
+        return true;
+    }
+    case B_CLAMP: {
+        Value lo, r;
+        fold_builtin(B_MAX, t, a, 2, &lo);
+        Value pair[2] = {lo, a[2]};
+        fold_builtin(B_MIN, t, pair, 2, &r);
+        *out = r;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* ---- printing ------------------------------------------------------------------- */
+
+/* Shortest text that reads back as the same double. */
+static void format_double(double f, Buf *out)
+{
+    char s[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, f);
+        if (strtod(s, NULL) == f)
+            break;
+    }
+    buf_puts(out, s);
+    if (!strpbrk(s, ".eni"))
+        buf_puts(out, ".0");
+}
+
+void value_format(Value v, Buf *out, bool c_syntax)
+{
+    if (type_is_float(v.type) || v.type == T_WFLOAT) {
+        double f = v.v.f;
+        if (f != f)
+            buf_puts(out, c_syntax ? "NAN" : "nan");
+        else if (isinf(f))
+            buf_puts(out, f > 0 ? (c_syntax ? "INFINITY" : "inf") : (c_syntax ? "-INFINITY" : "-inf"));
+        else
+            format_double(f, out);
+        return;
+    }
+    if (v.type == T_BOOL)
+        buf_puts(out, v.v.i ? "true" : "false");
+    else if (is_unsigned(v.type))
+        buf_printf(out, "%llu", (unsigned long long)v.v.u);
+    else
+        buf_printf(out, "%lld", (long long)v.v.i);
+}

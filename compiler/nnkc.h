@@ -1,0 +1,545 @@
+/* nnkc.h - the one internal header of libnnkc.
+ *
+ * Each section names the file that defines what it declares.  The compiler
+ * is a pipeline: source -> lexer (grammar/lexer.re) -> parser
+ * (grammar/parser.y) -> AST (ast.c) -> sema (sema.c, types.c, fold.c) ->
+ * IR (lower.c, passes.c) -> emitters (emit_c.c, emit_cuda.c) filling
+ * templates (template.c).  Everything the compiler allocates lives in one
+ * arena per Compiler and is freed in one go by nnkc_free().
+ */
+#ifndef NNKC_H
+#define NNKC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+
+#define NNKC_VERSION "0.1.0"
+
+/* Internal bugs assert with file and line; user errors are diagnostics. */
+#define nnkc_assert(c) ((c) ? (void)0 : nnkc_bug(__FILE__, __LINE__, #c))
+void nnkc_bug(const char *file, int line, const char *what);
+
+/* Limits of the language, checked with clear errors. */
+enum {
+    NNKC_MAX_NESTING = 256,  /* expression nesting depth */
+    NNKC_MAX_PARAMS = 32,    /* tensor parameters + outputs of a kernel */
+    NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */
+    NNKC_MAX_DIMS = 16,      /* tensor rank (runtime and NAME_strided) */
+    NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */
+};
+
+/* ===================================================================== */
+/* arena.c: arena allocation, string interning, growable arrays          */
+/* ===================================================================== */
+
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t size);      /* zeroed, 16-aligned */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+char *arena_vprintf(Arena *a, const char *fmt, va_list ap);
+
+/* A list of pointers, grown in the arena (old storage is abandoned). */
+typedef struct List {
+    void **items;
+    int n, cap;
+} List;
+void list_push(Arena *a, List *l, void *item);
+
+/* Interned strings compare by pointer. */
+typedef struct Interner Interner;
+Interner *interner_new(Arena *a);
+const char *intern(Interner *in, const char *s, size_t n);
+
+/* A string -> pointer map keyed by interned strings. */
+typedef struct Map {
+    const char **keys;
+    void **vals;
+    int n, cap;
+} Map;
+void *map_get(const Map *m, const char *key);
+void map_put(Arena *a, Map *m, const char *key, void *val);
+
+/* A growable byte buffer on the heap (emitters, diagnostics rendering). */
+typedef struct Buf {
+    char *data;
+    size_t len, cap;
+} Buf;
+void buf_put(Buf *b, const char *s, size_t n);
+void buf_puts(Buf *b, const char *s);
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_free(Buf *b);
+char *buf_detach(Buf *b); /* NUL-terminated, caller frees */
+
+/* ===================================================================== */
+/* source.c: source files and ranges                                     */
+/* ===================================================================== */
+
+/* Every token and AST node carries one.  Lines and columns are 1-based,
+ * columns count bytes; len may run past the end of the line. */
+typedef struct Range {
+    int32_t file;
+    int32_t line, col;
+    uint32_t off, len;
+} Range;
+
+typedef struct SourceFile {
+    const char *path;     /* as given or as resolved */
+    const char *dir;      /* directory, for relative imports */
+    const char *realpath; /* canonical identity, for cycles and dedup */
+    char *text;           /* NUL-terminated copy; may contain NUL bytes */
+    size_t len;
+    int id;
+} SourceFile;
+
+typedef struct Compiler Compiler;
+SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t len);
+SourceFile *source_read(Compiler *c, const char *path); /* NULL, errno set */
+SourceFile *source_get(Compiler *c, int id);
+Range range_join(Range a, Range b); /* from the start of a to the end of b */
+
+/* ===================================================================== */
+/* diag.c: diagnostics                                                   */
+/* ===================================================================== */
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
+
+typedef struct Diag {
+    DiagLevel level;
+    bool has_range;
+    bool context;      /* a note added for the context of every error */
+    Range range;
+    char *msg;
+} Diag;
+
+void diag_error(Compiler *c, Range r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_warning(Compiler *c, Range r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_note(Compiler *c, Range r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_note_plain(Compiler *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_error_plain(Compiler *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes every diagnostic: "file:line:col: error: msg", the line, a caret. */
+void diag_render(Compiler *c, Buf *out, bool color);
+/* The closest of `n` candidates to `name` by edit distance, or NULL. */
+const char *diag_suggest(const char *name, const char *const *cands, int n);
+
+/* ===================================================================== */
+/* types.c: scalar types, classes and promotion (types.def)              */
+/* ===================================================================== */
+
+typedef enum {
+#define TYPE(id, name, cls, bits, cs, cc, us, uc) T_##id,
+#include "types.def"
+#undef TYPE
+    T_NSCALAR,
+    T_WINT = T_NSCALAR, /* an integer literal, weakly typed */
+    T_WFLOAT,           /* a float literal, weakly typed */
+    T_ERROR,            /* an expression that already had an error */
+    T_NONE,
+} Type;
+
+typedef enum {
+    CLASS_BOOL, CLASS_INT, CLASS_UINT, CLASS_FLOAT, /* of a scalar type */
+    CLASS_NUM, CLASS_ANY,                           /* generic-only */
+    CLASS_NONE
+} TypeClass;
+
+typedef struct TypeInfo {
+    const char *name;
+    TypeClass cls;
+    int bits;
+    const char *c_storage, *c_compute, *cuda_storage, *cuda_compute;
+} TypeInfo;
+
+extern const TypeInfo type_info[T_NSCALAR];
+const char *type_name(Type t);          /* "f32", "literal", ... */
+Type type_lookup(const char *name, size_t n); /* T_NONE when unknown */
+TypeClass class_lookup(const char *name);     /* CLASS_NONE when unknown */
+const char *class_name(TypeClass c);
+bool type_in_class(Type t, TypeClass c);
+Type class_default(TypeClass c); /* f32 for float/num/any, i32, u32 */
+static inline bool type_is_float(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_FLOAT; }
+static inline bool type_is_int(Type t) { return t < T_NSCALAR && (type_info[t].cls == CLASS_INT || type_info[t].cls == CLASS_UINT); }
+static inline bool type_is_signed(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_INT; }
+static inline bool type_is_weak(Type t) { return t == T_WINT || t == T_WFLOAT; }
+Type type_promote(Type a, Type b);  /* language.md §2; weak with weak stays weak */
+Type type_concrete(Type t);         /* weak int -> i64, weak float -> f64 */
+Type type_compute(Type t);          /* f16, bf16 -> f32 */
+Type type_accum(Type t);            /* sum/prod accumulator type */
+/* Implicit conversion that -Wconversion reports: float->int, narrowing. */
+bool type_narrows(Type from, Type to);
+
+/* ===================================================================== */
+/* fold.c: compile-time evaluation with the generated code's semantics   */
+/* ===================================================================== */
+
+typedef struct Value {
+    Type type; /* a scalar type or T_WINT / T_WFLOAT */
+    union {
+        int64_t i;  /* signed types, bool, T_WINT */
+        uint64_t u; /* unsigned types */
+        double f;   /* floats (value already rounded to the type), T_WFLOAT */
+    } v;
+} Value;
+
+typedef enum {
+#define UNOP(id, tok) UN_##id,
+#define BINOP(id, tok, prec) BIN_##id,
+#include "ops.def"
+#undef UNOP
+#undef BINOP
+    OP_COUNT
+} Op;
+
+typedef enum {
+#define BUILTIN(id, name, lo, hi, rule) B_##id,
+#include "builtins.def"
+#undef BUILTIN
+    B_COUNT
+} Builtin;
+
+typedef enum {
+#define REDUCER(id, name, rule) R_##id,
+#include "builtins.def"
+#undef REDUCER
+    R_COUNT
+} ReducerKind;
+
+typedef enum { BR_FLOAT, BR_NUM, BR_ROUND, BR_PRED, BR_SELECT } BuiltinRule;
+typedef enum { RR_SAME, RR_ACC, RR_MEAN, RR_BOOL, RR_INDEX, RR_CUSTOM } ReducerRule;
+
+typedef struct BuiltinInfo { const char *name; int min_args, max_args; BuiltinRule rule; } BuiltinInfo;
+typedef struct ReducerInfo { const char *name; ReducerRule rule; } ReducerInfo;
+typedef struct OpInfo { const char *tok; int prec; bool unary; } OpInfo;
+extern const BuiltinInfo builtin_info[B_COUNT];
+extern const ReducerInfo reducer_info[R_COUNT];
+extern const OpInfo op_info[OP_COUNT];
+
+Value value_int(Type t, int64_t i);
+Value value_float(Type t, double f);
+Value value_cast(Value v, Type to);    /* with the generated code's conversions */
+Value value_adopt(Value v, Type to);   /* a literal taking an operand's type */
+bool value_truth(Value v);
+double value_as_double(Value v);
+/* Each returns false when the result is not a compile-time constant. */
+bool fold_unary(Op op, Type t, Value a, Value *out);
+bool fold_binary(Op op, Type t, Value a, Value b, Value *out); /* t: operand type */
+bool fold_builtin(Builtin b, Type t, const Value *args, int n, Value *out);
+void value_format(Value v, Buf *out, bool c_syntax);
+/* f16 / bf16 bit conversions shared with the runtime (round to nearest even). */
+uint16_t nnkc_f32_to_f16(float f);
+float nnkc_f16_to_f32(uint16_t h);
+uint16_t nnkc_f32_to_bf16(float f);
+float nnkc_bf16_to_f32(uint16_t h);
+
+/* ===================================================================== */
+/* grammar/lexer.re: tokens                                              */
+/* ===================================================================== */
+
+typedef struct Token {
+    int kind;           /* NNK_TK_* from parser.h */
+    Range range;
+    const char *text;   /* interned identifier or string contents */
+    Value value;        /* numeric literals */
+    bool bad;           /* a malformed literal, already reported */
+} Token;
+
+typedef struct Lexer {
+    Compiler *c;
+    SourceFile *src;
+    const char *cur, *lim, *tok, *line_start;
+    int line;
+    int depth;          /* bracket nesting, for the nesting limit */
+} Lexer;
+
+void lexer_init(Lexer *lx, Compiler *c, SourceFile *src);
+int lexer_next(Lexer *lx, Token *t); /* returns t->kind; 0 at end of input */
+const char *token_name(int kind);    /* for "expected ..." messages */
+
+/* ===================================================================== */
+/* ast.c: the syntax tree (constructors are the parser's actions)        */
+/* ===================================================================== */
+
+typedef enum {
+    /* made by the parser */
+    E_ERROR, E_INT, E_FLOAT, E_BOOL, E_NAME, E_IDX, E_N,
+    E_UNARY, E_BINARY, E_COND, E_CALL, E_LAMBDA,
+    /* made by sema in the typed tree of an instance */
+    E_PARAM,   /* kernel parameter `index` (tensor element or scalar) */
+    E_LPARAM,  /* reduce() lambda parameter `index` (0 or 1) */
+    E_CAST,    /* conversion of a to `type` (implicit when `op` is 1) */
+    E_BUILTIN, /* builtin `op` applied to args */
+    E_REDUCE,  /* reducer `op`: a = argument, b = identity, c = combine */
+    E_CONST,   /* a folded constant in `value` */
+} ExprKind;
+
+/* How a typed value varies over a kernel's iteration space. */
+enum { VARY_UNIFORM, VARY_ROW, VARY_ELEM };
+
+typedef struct Expr Expr;
+struct Expr {
+    uint8_t kind;
+    uint8_t type;      /* Type; in the typed tree */
+    uint8_t optype;    /* typed tree: the type operands were converted to */
+    uint8_t vary;      /* typed tree: VARY_* */
+    uint16_t op;       /* Op, Builtin, ReducerKind, or cast flags */
+    int32_t index;
+    uint16_t depth;    /* nesting depth, bounded by NNKC_MAX_NESTING */
+    Range range;
+    const char *name;  /* E_NAME, E_CALL callee */
+    Range name_range;
+    Expr *a, *b, *c;   /* operands */
+    List args;         /* E_CALL, E_BUILTIN arguments; E_LAMBDA parameter names */
+    Value value;       /* E_INT, E_FLOAT, E_BOOL, E_CONST */
+};
+
+typedef struct TypeRef {
+    bool present;
+    bool tensor;       /* T[] */
+    Type scalar;       /* a scalar type, or T_NONE for a type variable */
+    const char *name;  /* as written */
+    Range range;
+} TypeRef;
+
+typedef struct Generic {
+    const char *name;
+    Range range;
+    TypeClass cls;
+    const char *cls_name; /* as written, NULL when omitted (any) */
+    Range cls_range;
+} Generic;
+
+typedef struct Param {
+    const char *name;
+    Range range;
+    TypeRef ty;
+    Expr *dflt;
+} Param;
+
+typedef enum { S_LET, S_ASSIGN, S_ERROR } StmtKind; /* S_ERROR: lost to a syntax error */
+typedef struct Stmt {
+    StmtKind kind;
+    const char *name;
+    Range name_range, range;
+    TypeRef ty;   /* let with an annotation */
+    Expr *value;
+} Stmt;
+
+typedef struct InstSpec {
+    const char *name;
+    Range range, name_range;
+    List types;   /* TypeRef* */
+} InstSpec;
+
+typedef enum { I_IMPORT, I_CONST, I_FUNC, I_ELEMENTWISE, I_REDUCTION, I_INSTANTIATE } ItemKind;
+typedef struct Item {
+    ItemKind kind;
+    Range range;
+    const char *name;      /* const/func/kernel name; import path */
+    Range name_range;
+    List generics;         /* Generic* */
+    List params;           /* Param* */
+    List outputs;          /* Param* (kernels) */
+    List body;             /* Stmt* (kernels) */
+    List insts;            /* InstSpec* (instantiate) */
+    TypeRef ty;            /* const type, func result type */
+    Expr *value;           /* const value, func body */
+    SourceFile *src;
+    /* sema state */
+    int state;             /* 0 unseen, 1 in progress, 2 done (consts, funcs) */
+    Expr *checked;         /* consts: the folded constant */
+    List requests;         /* kernels: Type[] arrays requested by instantiate/-T */
+} Item;
+
+/* Parser actions: one constructor call each. */
+typedef struct Ast Ast;
+Expr *ast_int(Compiler *c, Token t);
+Expr *ast_float(Compiler *c, Token t);
+Expr *ast_bool(Compiler *c, Token t, bool v);
+Expr *ast_name(Compiler *c, Token t);
+Expr *ast_keyword(Compiler *c, Token t, ExprKind k); /* idx, n */
+Expr *ast_unary(Compiler *c, Token op, Expr *a);
+Expr *ast_binary(Compiler *c, Expr *a, Token op, Expr *b);
+Expr *ast_cond(Compiler *c, Expr *cond, Expr *a, Expr *b);
+Expr *ast_call(Compiler *c, Token callee, List *args, Token rparen);
+Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp);
+Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body);
+Expr *ast_error(Compiler *c, Token at);
+List *ast_list(Compiler *c, void *first);      /* NULL first: empty list */
+List *ast_append(Compiler *c, List *l, void *item);
+List *ast_name_list(Compiler *c, List *l, Token name); /* lambda parameters */
+TypeRef *ast_type(Compiler *c, Token name, bool tensor, Token end);
+TypeRef *ast_no_type(Compiler *c);
+Generic *ast_generic(Compiler *c, Token name, Token *cls);
+Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt);
+Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Token semi);
+Stmt *ast_assign(Compiler *c, Token name, Expr *value, Token semi);
+Stmt *ast_lost_stmt(Compiler *c, Token semi);
+InstSpec *ast_inst(Compiler *c, Token name, List *types, Token end);
+Item *ast_import(Compiler *c, Token kw, Token path, Token semi);
+Item *ast_const(Compiler *c, Token kw, Token name, TypeRef *ty, Expr *value, Token semi);
+Item *ast_func(Compiler *c, Token kw, Token name, List *generics, List *params, TypeRef *ret, Expr *body, Token semi);
+Item *ast_kernel(Compiler *c, Token kw, Token name, List *generics, List *params, List *outs, List *body, Token rbrace);
+Item *ast_instantiate(Compiler *c, Token kw, List *insts, Token semi);
+void ast_add_item(Compiler *c, Item *it);
+void ast_dump(Compiler *c, Buf *out); /* --emit=ast */
+void ast_dump_expr(const Expr *e, Buf *out);
+
+/* ===================================================================== */
+/* grammar/parser.y: parsing one file                                    */
+/* ===================================================================== */
+
+/* Parses src and appends its items to c->items; diagnostics on errors. */
+void parse_file(Compiler *c, SourceFile *src);
+
+/* ===================================================================== */
+/* sema.c: imports, names, generics, types, kernel rules                 */
+/* ===================================================================== */
+
+typedef struct InstParam {
+    const char *name;
+    bool tensor;
+    Type type;     /* logical type, after generic binding */
+    Type storage;  /* dtype in memory (a JIT call may pass another dtype) */
+    bool has_default;
+    Value dflt;
+} InstParam;
+
+/* A checked kernel instance: the typed tree of every output. */
+typedef struct Instance {
+    Item *kernel;
+    const char *name;       /* C symbol: NAME or NAME_f32_i32 */
+    const char *display;    /* NAME<f32, i32> */
+    Type targs[NNKC_MAX_GENERICS];
+    int ntargs;
+    bool reduction;
+    int nparams, nouts;
+    InstParam *params;
+    InstParam *outs;
+    Expr **values;          /* per output, converted to the output type */
+    struct IrKernel *ir;    /* lower.c */
+} Instance;
+
+/* Loads `path` (or `text` when not NULL) and its imports, and checks them. */
+bool sema_load(Compiler *c, const char *path, const char *text, size_t len);
+/* Checks every kernel instance the file asks for (instantiate, -T, defaults). */
+void sema_instantiate_all(Compiler *c);
+/* One instance with explicit type arguments and optional storage dtypes
+ * (one per tensor parameter then per output; T_NONE = the logical type). */
+Instance *sema_instance(Compiler *c, Item *kernel, const Type *targs, const Type *storage);
+Item *sema_find_kernel(Compiler *c, const char *name);
+
+/* ===================================================================== */
+/* lower.c, passes.c: the typed IR of an instance                        */
+/* ===================================================================== */
+
+typedef enum {
+    IR_CONST, IR_SCALAR, IR_LOAD, IR_IDX, IR_N, IR_UNARY, IR_BINARY,
+    IR_SELECT, IR_CAST, IR_CALL, IR_RED, IR_LPARAM,
+} IrOp;
+
+/* Where a value varies, innermost last: emitters hoist by level. */
+typedef enum { L_CONST, L_UNIFORM, L_ROW, L_ELEM, L_LAMBDA } IrLevel;
+
+typedef struct IrNode {
+    uint8_t op;      /* IrOp */
+    uint8_t type;    /* logical Type */
+    uint8_t level;   /* IrLevel */
+    uint8_t phase;   /* highest reducer phase this value depends on */
+    uint16_t sub;    /* Op / Builtin / cast source type */
+    int32_t a, b, c; /* operand node ids, -1 when absent */
+    int32_t aux;     /* param / operand / reducer / lambda index */
+    Value value;     /* IR_CONST */
+    int32_t uses;    /* passes.c */
+} IrNode;
+
+typedef struct IrReducer {
+    ReducerKind kind;
+    Type arg_type;   /* type of the reduced expression */
+    Type acc_type;   /* accumulator (compute) type */
+    Type res_type;   /* result type */
+    int phase;       /* 1-based */
+    int arg, ident, combine; /* node ids; ident/combine for reduce() */
+} IrReducer;
+
+typedef struct IrOutput {
+    const char *name;
+    bool tensor;     /* false: reduced shape (reductions) */
+    Type type, storage;
+    int node;
+} IrOutput;
+
+typedef struct IrKernel {
+    Instance *inst;
+    IrNode *nodes;
+    int nnodes, cap;
+    IrReducer *reds;
+    int nreds;
+    int nphases;
+    IrOutput *outs;
+    int nouts;
+    int nloads;      /* tensor parameters (operands 0..nloads-1; outputs follow) */
+    void *cse;       /* hash table, lower.c */
+} IrKernel;
+
+IrKernel *lower_instance(Compiler *c, Instance *in);
+void ir_dump(const IrKernel *k, Buf *out); /* --emit=ir */
+
+/* ===================================================================== */
+/* template.c: the template engine; templates.c (generated) holds them    */
+/* ===================================================================== */
+
+typedef struct NnkcTemplate {
+    const char *name; /* path under templates/, e.g. "c/elementwise.tmpl" */
+    const char *text;
+} NnkcTemplate;
+extern const NnkcTemplate nnkc_templates[];
+const char *template_get(const char *name);
+
+/* ===================================================================== */
+/* compiler.c: the Compiler object and its options                        */
+/* ===================================================================== */
+
+typedef struct Options {
+    List include_dirs;        /* const char* */
+    bool werror, no_warnings, wconversion;
+    int opt_level;            /* 0..3 */
+    Type types[16];           /* -T list */
+    int ntypes;
+    bool color;
+} Options;
+
+struct Compiler {
+    Arena *arena;
+    Interner *strings;
+    Options opt;
+    List files;               /* SourceFile* */
+    List diags;               /* Diag* */
+    int nerrors, nwarnings;
+    int suppress;             /* >0 while errors are being deduplicated */
+    const char *context_msg;  /* a note added after each error (instances) */
+    Range context_range;
+    List items;               /* Item*, every file, in load order */
+    Map globals;              /* name -> Item* (const, func, kernel) */
+    List kernels;             /* Item* */
+    List instances;           /* Instance* */
+    List imports;             /* SourceFile* of imported files, for depfiles */
+    List import_stack;        /* SourceFile* being loaded, for cycles */
+    void *sema;               /* sema.c private state */
+    jmp_buf *bail;            /* where nnkc_bug returns to, when set */
+    int internal_error;
+};
+
+Compiler *nnkc_new(void);
+void nnkc_free(Compiler *c);
+/* Brackets an API call: an internal error longjmps to jb instead of aborting. */
+void nnkc_enter(Compiler *c, jmp_buf *jb);
+void nnkc_leave(Compiler *c);
+
+#endif /* NNKC_H */

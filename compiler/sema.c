@@ -1,0 +1,1475 @@
+/* sema.c - semantic analysis: imports, global names, generics, types,
+ * reducers and the output rules of language.md §1-5.
+ *
+ * Checking a kernel instance builds its typed tree: a fresh expression DAG
+ * in which names are resolved (a `let` is shared, a `func` is inlined, a
+ * const is folded), every operand is converted to the type its operator
+ * computes in, and every node knows whether it varies per element, per
+ * reduced row, or not at all.  Constant subtrees fold as they are built,
+ * with fold.c, so literals stay weakly typed until they meet a typed value.
+ *
+ * Errors are values (diag.c) and checking continues after them: an
+ * erroneous subexpression gets type T_ERROR, which silences every error
+ * that would only follow from it.
+ */
+#include "nnkc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- scopes ------------------------------------------------------------ */
+
+typedef enum { BIND_PARAM, BIND_LET, BIND_OUT, BIND_LPARAM, BIND_FPARAM } BindKind;
+
+typedef struct Binding {
+    const char *name;
+    BindKind kind;
+    Range decl;
+    Expr *value;          /* typed value; NULL for an output not assigned yet */
+    Range assigned;       /* outputs: where */
+    int index;            /* outputs: position */
+    struct Binding *next;
+} Binding;
+
+typedef struct Ctx {
+    Compiler *c;
+    Item *kernel;         /* NULL outside kernels (consts, defaults) */
+    Instance *inst;
+    const List *generics; /* Generic* in scope */
+    const Type *gtypes;   /* their bound types */
+    Binding *scope;
+    int in_reducer;       /* inside a reducer's argument */
+    bool in_combine;      /* inside reduce()'s lambda */
+    int ninline;
+    Item *inline_stack[NNKC_MAX_INLINE];
+    Range inline_sites[NNKC_MAX_INLINE];
+} Ctx;
+
+static Binding *bind(Ctx *x, const char *name, BindKind k, Range decl, Expr *value)
+{
+    Binding *b = arena_alloc(x->c->arena, sizeof *b);
+    b->name = name;
+    b->kind = k;
+    b->decl = decl;
+    b->value = value;
+    b->next = x->scope;
+    x->scope = b;
+    return b;
+}
+
+static Binding *lookup(Ctx *x, const char *name)
+{
+    for (Binding *b = x->scope; b; b = b->next)
+        if (b->name == name)
+            return b;
+    return NULL;
+}
+
+static const char *const reserved_names[] = {
+    /* C and C++ keywords and the C library names a generated file sees */
+    "auto", "break", "case", "char", "continue", "default", "do", "double", "else", "enum",
+    "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict",
+    "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+    "unsigned", "void", "volatile", "while", "_Bool", "class", "namespace", "template",
+    "this", "new", "delete", "operator", "private", "public", "protected", "virtual",
+    "friend", "try", "catch", "throw", "main", "abs", "sqrt", "exp", "log", "sin", "cos",
+    "tan", "pow", "floor", "ceil", "round", "trunc", "fmod", "fabs", "fma", "fmin", "fmax",
+    "memcpy", "memset", "malloc", "free", "printf", "exit", "abort", "min", "max", "erf",
+    "erfc", "tanh", "sinh", "cosh", "asin", "acos", "atan", "atan2", "hypot", "cbrt",
+    "exp2", "expm1", "log2", "log10", "log1p", "lgamma", "tgamma", "copysign", "isnan",
+    "isinf", "isfinite", "signbit", "nan", "asinh", "acosh", "atanh",
+};
+
+static bool is_reserved(const char *name)
+{
+    if (strncmp(name, "nnk_", 4) == 0 || strncmp(name, "__", 2) == 0 ||
+        (name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'))
+        return true;
+    for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
+        if (strcmp(reserved_names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* ---- typed nodes ----------------------------------------------------------- */
+
+static Expr *mk(Ctx *x, ExprKind k, Type t, Range r)
+{
+    Expr *e = arena_alloc(x->c->arena, sizeof *e);
+    e->kind = (uint8_t)k;
+    e->type = (uint8_t)t;
+    e->optype = (uint8_t)t;
+    e->range = r;
+    e->depth = 1;
+    return e;
+}
+
+static Expr *mk_error(Ctx *x, Range r)
+{
+    return mk(x, E_ERROR, T_ERROR, r);
+}
+
+static Expr *mk_const(Ctx *x, Value v, Range r)
+{
+    Expr *e = mk(x, E_CONST, v.type, r);
+    e->value = v;
+    return e;
+}
+
+static bool is_const(const Expr *e) { return e->kind == E_CONST; }
+static bool is_err(const Expr *e) { return e->type == T_ERROR; }
+
+static uint8_t vary_of(const Expr *a, const Expr *b, const Expr *c)
+{
+    uint8_t v = VARY_UNIFORM;
+    if (a && a->vary > v) v = a->vary;
+    if (b && b->vary > v) v = b->vary;
+    if (c && c->vary > v) v = c->vary;
+    return v;
+}
+
+/* The typed tree grows with let sharing and func inlining, so its depth is
+ * bounded separately from the source nesting (the back ends recurse on it). */
+enum { MAX_TYPED_DEPTH = 2 * NNKC_MAX_NESTING };
+
+static Expr *finish(Ctx *x, Expr *e)
+{
+    int d = 0;
+    if (e->a && e->a->depth > d) d = e->a->depth;
+    if (e->b && e->b->depth > d) d = e->b->depth;
+    if (e->c && e->c->depth > d) d = e->c->depth;
+    for (int i = 0; i < e->args.n; i++)
+        if (((Expr *)e->args.items[i])->depth > d)
+            d = ((Expr *)e->args.items[i])->depth;
+    if (d + 1 > MAX_TYPED_DEPTH) {
+        diag_error(x->c, e->range, "expression too deep after expanding lets and functions (the limit is %d levels)",
+                   MAX_TYPED_DEPTH);
+        return mk_error(x, e->range);
+    }
+    e->depth = (uint16_t)(d + 1);
+    return e;
+}
+
+/* Converts e to `to`.  Constants fold, so a literal becomes a typed
+ * constant; `implicit` conversions are the ones -Wconversion reports. */
+static Expr *convert(Ctx *x, Expr *e, Type to, bool implicit)
+{
+    if (is_err(e) || e->type == to || to == T_ERROR)
+        return e;
+    if (implicit && x->c->opt.wconversion) {
+        if (type_narrows((Type)e->type, to)) {
+            diag_warning(x->c, e->range, "implicit conversion from '%s' to '%s' may change the value [-Wconversion]",
+                         type_name((Type)e->type), type_name(to));
+        } else if (is_const(e) && type_is_weak((Type)e->type) && to < T_NSCALAR) {
+            Value v = value_cast(e->value, to);
+            if (value_as_double(v) != value_as_double(e->value) && !(e->value.v.f != e->value.v.f)) {
+                Buf b = {0};
+                value_format(e->value, &b, false);
+                diag_warning(x->c, e->range, "literal %s does not fit '%s' exactly [-Wconversion]", b.data, type_name(to));
+                buf_free(&b);
+            }
+        }
+    }
+    if (is_const(e))
+        return mk_const(x, value_cast(e->value, to), e->range);
+    Expr *r = mk(x, E_CAST, to, e->range);
+    r->optype = e->type;
+    r->op = implicit;
+    r->a = e;
+    r->vary = e->vary;
+    return finish(x, r);
+}
+
+/* Operand promotion: never narrows, except that a literal adopts the type
+ * it meets (for f16/bf16 in their f32 compute precision). */
+static Expr *promote_to(Ctx *x, Expr *e, Type to)
+{
+    if (is_const(e) && type_is_weak((Type)e->type) && to < T_NSCALAR)
+        return mk_const(x, value_adopt(e->value, to), e->range);
+    return convert(x, e, to, false);
+}
+
+static Expr *to_bool(Ctx *x, Expr *e)
+{
+    return convert(x, e, T_BOOL, false);
+}
+
+/* ---- type references and generics ------------------------------------------- */
+
+/* A type written in source: a scalar type, or a type variable in scope. */
+static Type resolve_type(Ctx *x, const TypeRef *t, bool report)
+{
+    if (!t->present)
+        return T_NONE;
+    if (t->scalar != T_NONE)
+        return t->scalar;
+    if (x->generics) {
+        for (int i = 0; i < x->generics->n; i++) {
+            const Generic *g = x->generics->items[i];
+            if (g->name == t->name)
+                return x->gtypes ? x->gtypes[i] : T_ERROR;
+        }
+    }
+    if (report) {
+        const char *cands[NNKC_MAX_GENERICS + T_NSCALAR];
+        int n = 0;
+        for (int i = 0; i < T_NSCALAR; i++)
+            cands[n++] = type_info[i].name;
+        for (int i = 0; x->generics && i < x->generics->n && n < (int)(sizeof cands / sizeof *cands); i++)
+            cands[n++] = ((Generic *)x->generics->items[i])->name;
+        const char *s = diag_suggest(t->name, cands, n);
+        if (s)
+            diag_error(x->c, t->range, "unknown type '%s'; did you mean '%s'?", t->name, s);
+        else
+            diag_error(x->c, t->range, "unknown type '%s'", t->name);
+        if (!s && x->generics && x->generics->n == 0)
+            diag_note_plain(x->c, "a type variable must be declared, as in 'elementwise k<T: float>(x: T[])'");
+    }
+    return T_ERROR;
+}
+
+static bool check_generics(Compiler *c, const List *gens)
+{
+    bool ok = true;
+    if (gens->n > NNKC_MAX_GENERICS) {
+        diag_error(c, ((Generic *)gens->items[NNKC_MAX_GENERICS])->range, "too many type variables (the limit is %d)",
+                   NNKC_MAX_GENERICS);
+        return false;
+    }
+    for (int i = 0; i < gens->n; i++) {
+        Generic *g = gens->items[i];
+        if (g->cls == CLASS_NONE) {
+            static const char *const classes[] = {"float", "int", "uint", "num", "any"};
+            const char *s = diag_suggest(g->cls_name, classes, 5);
+            if (s)
+                diag_error(c, g->cls_range, "unknown type class '%s'; did you mean '%s'?", g->cls_name, s);
+            else
+                diag_error(c, g->cls_range, "unknown type class '%s'", g->cls_name);
+            diag_note_plain(c, "the classes are float, int, uint, num and any");
+            ok = false;
+        }
+        if (type_lookup(g->name, strlen(g->name)) != T_NONE) {
+            diag_error(c, g->range, "type variable '%s' has the name of a type", g->name);
+            ok = false;
+        }
+        for (int j = 0; j < i; j++) {
+            Generic *h = gens->items[j];
+            if (h->name == g->name) {
+                diag_error(c, g->range, "type variable '%s' is declared twice", g->name);
+                diag_note(c, h->range, "first declared here");
+                ok = false;
+            }
+        }
+    }
+    return ok;
+}
+
+/* ---- expressions -------------------------------------------------------------- */
+
+static Expr *check(Ctx *x, Expr *e);
+
+static const char *describe(const Expr *e)
+{
+    return type_name((Type)e->type);
+}
+
+static Expr *check_unary(Ctx *x, Expr *e)
+{
+    Expr *a = check(x, e->a);
+    if (is_err(a))
+        return mk_error(x, e->range);
+    Type t = (Type)a->type;
+    switch ((Op)e->op) {
+    case UN_NEG:
+        if (t == T_BOOL) {
+            diag_error(x->c, e->name_range, "unary '-' on a bool value; use '!' for logical negation");
+            return mk_error(x, e->range);
+        }
+        break;
+    case UN_NOT:
+        a = to_bool(x, a);
+        t = T_BOOL;
+        break;
+    case UN_BITNOT:
+        if (!type_is_int(t) && t != T_WINT && t != T_BOOL) {
+            diag_error(x->c, e->name_range, "operator '~' needs an integer operand, but it is %s", describe(a));
+            return mk_error(x, e->range);
+        }
+        break;
+    default:
+        nnkc_assert(!"unary operator");
+    }
+    if (is_const(a)) {
+        Value v;
+        if (fold_unary((Op)e->op, t, a->value, &v))
+            return mk_const(x, v, e->range);
+    }
+    Expr *r = mk(x, E_UNARY, e->op == UN_NOT ? T_BOOL : t, e->range);
+    r->op = e->op;
+    r->optype = t;
+    r->a = a;
+    r->vary = a->vary;
+    return finish(x, r);
+}
+
+static bool op_is_compare(Op op) { return op >= BIN_EQ && op <= BIN_GE; }
+
+static Expr *check_binary(Ctx *x, Expr *e)
+{
+    Expr *a = check(x, e->a), *b = check(x, e->b);
+    if (is_err(a) || is_err(b))
+        return mk_error(x, e->range);
+    Op op = (Op)e->op;
+    Type t, res;
+    if (op == BIN_LAND || op == BIN_LOR) {
+        a = to_bool(x, a);
+        b = to_bool(x, b);
+        t = res = T_BOOL;
+    } else {
+        t = type_promote((Type)a->type, (Type)b->type);
+        switch (op) {
+        case BIN_MOD: case BIN_SHL: case BIN_SHR:
+            if (!type_is_int(t) && t != T_WINT) {
+                diag_error(x->c, e->name_range, "operator '%s' needs integer operands, but %s %s",
+                           op_info[op].tok, a->type == b->type ? "both are" : "they promote to", type_name(t));
+                if (op == BIN_MOD && (type_is_float(t) || t == T_WFLOAT))
+                    diag_note_plain(x->c, "use fmod(a, b) for the remainder of floats");
+                return mk_error(x, e->range);
+            }
+            break;
+        case BIN_BITAND: case BIN_BITOR: case BIN_BITXOR:
+            if (!type_is_int(t) && t != T_WINT && t != T_BOOL) {
+                diag_error(x->c, e->name_range, "operator '%s' needs integer operands, but %s %s",
+                           op_info[op].tok, a->type == b->type ? "both are" : "they promote to", type_name(t));
+                return mk_error(x, e->range);
+            }
+            break;
+        case BIN_ADD: case BIN_SUB: case BIN_MUL: case BIN_DIV:
+            if (t == T_BOOL)
+                t = T_I64; /* bool in arithmetic is 0/1 */
+            break;
+        default:
+            break;
+        }
+        a = promote_to(x, a, t);
+        b = promote_to(x, b, t);
+        res = op_is_compare(op) ? T_BOOL : t;
+    }
+    if (is_const(a) && is_const(b)) {
+        Value v;
+        if (fold_binary(op, t, a->value, b->value, &v))
+            return mk_const(x, v, e->range);
+    }
+    Expr *r = mk(x, E_BINARY, res, e->range);
+    r->op = (uint16_t)op;
+    r->optype = t;
+    r->a = a;
+    r->b = b;
+    r->vary = vary_of(a, b, NULL);
+    return finish(x, r);
+}
+
+static Expr *select_node(Ctx *x, Range range, Expr *cond, Expr *a, Expr *b)
+{
+    if (is_err(cond) || is_err(a) || is_err(b))
+        return mk_error(x, range);
+    cond = to_bool(x, cond);
+    Type t = type_promote((Type)a->type, (Type)b->type);
+    a = promote_to(x, a, t);
+    b = promote_to(x, b, t);
+    if (is_const(cond)) {
+        Expr *pick = value_truth(cond->value) ? a : b;
+        return pick;
+    }
+    Expr *r = mk(x, E_COND, t, range);
+    r->a = cond;
+    r->b = a;
+    r->c = b;
+    r->vary = vary_of(cond, a, b);
+    return finish(x, r);
+}
+
+static void arity_error(Ctx *x, Expr *e, const char *what, int lo, int hi)
+{
+    if (lo == hi)
+        diag_error(x->c, e->range, "%s takes %d argument%s, but %d %s given", what, lo, lo == 1 ? "" : "s",
+                   e->args.n, e->args.n == 1 ? "was" : "were");
+    else
+        diag_error(x->c, e->range, "%s takes %d to %d arguments, but %d %s given", what, lo, hi, e->args.n,
+                   e->args.n == 1 ? "was" : "were");
+}
+
+static Expr *check_builtin(Ctx *x, Expr *e, Builtin bi)
+{
+    const BuiltinInfo *info = &builtin_info[bi];
+    if (e->args.n < info->min_args || e->args.n > info->max_args) {
+        char what[64];
+        snprintf(what, sizeof what, "'%s'", info->name);
+        arity_error(x, e, what, info->min_args, info->max_args);
+        return mk_error(x, e->range);
+    }
+    Expr *args[3];
+    bool err = false, all_const = true;
+    for (int i = 0; i < e->args.n; i++) {
+        args[i] = check(x, e->args.items[i]);
+        err |= is_err(args[i]);
+        all_const &= is_const(args[i]);
+    }
+    if (err)
+        return mk_error(x, e->range);
+    if (info->rule == BR_SELECT)
+        return select_node(x, e->range, args[0], args[1], args[2]);
+    Type t = (Type)args[0]->type;
+    for (int i = 1; i < e->args.n; i++)
+        t = type_promote(t, (Type)args[i]->type);
+    Type res = t;
+    switch (info->rule) {
+    case BR_FLOAT:
+        /* Integers compute in f64 as in numpy; literals stay literals. */
+        if (t == T_WINT)
+            t = res = T_WFLOAT;
+        else if (!type_is_float(t) && t != T_WFLOAT)
+            t = res = T_F64;
+        break;
+    case BR_NUM:
+    case BR_ROUND:
+        if (t == T_BOOL) {
+            diag_error(x->c, e->range, "'%s' needs a number, but its argument is bool", info->name);
+            return mk_error(x, e->range);
+        }
+        break;
+    case BR_PRED:
+        res = T_BOOL;
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < e->args.n; i++)
+        args[i] = promote_to(x, args[i], t);
+    if (all_const) {
+        Value vals[3], v;
+        for (int i = 0; i < e->args.n; i++)
+            vals[i] = args[i]->value;
+        if (fold_builtin(bi, t, vals, e->args.n, &v)) {
+            if (res == T_BOOL)
+                v = value_cast(v, T_BOOL);
+            return mk_const(x, v, e->range);
+        }
+    }
+    Expr *r = mk(x, E_BUILTIN, res, e->range);
+    r->op = (uint16_t)bi;
+    r->optype = t;
+    for (int i = 0; i < e->args.n; i++)
+        list_push(x->c->arena, &r->args, args[i]);
+    r->vary = vary_of(args[0], e->args.n > 1 ? args[1] : NULL, e->args.n > 2 ? args[2] : NULL);
+    return finish(x, r);
+}
+
+/* The first element-varying leaf of e outside reducers, for error carets. */
+static const Expr *elem_leaf(const Expr *e)
+{
+    if (!e || e->vary != VARY_ELEM || e->kind == E_REDUCE)
+        return NULL;
+    if (e->kind == E_PARAM || e->kind == E_IDX)
+        return e;
+    const Expr *kids[3] = {e->a, e->b, e->c};
+    for (int i = 0; i < 3; i++) {
+        const Expr *l = elem_leaf(kids[i]);
+        if (l)
+            return l;
+    }
+    for (int i = 0; i < e->args.n; i++) {
+        const Expr *l = elem_leaf(e->args.items[i]);
+        if (l)
+            return l;
+    }
+    return e;
+}
+
+static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
+{
+    const char *name = reducer_info[rk].name;
+    if (!x->kernel) {
+        diag_error(x->c, e->name_range, "reducer '%s' outside a kernel", name);
+        return mk_error(x, e->range);
+    }
+    if (x->kernel->kind == I_ELEMENTWISE) {
+        diag_error(x->c, e->name_range, "reducer '%s' used in an elementwise kernel", name);
+        if (rk == R_MAX || rk == R_MIN)
+            diag_note_plain(x->c, "'%s' with one argument reduces; with two, %s(a, b) is elementwise", name, name);
+        else
+            diag_note(x->c, x->kernel->name_range, "declare '%s' as a 'reduction' kernel to reduce", x->kernel->name);
+        return mk_error(x, e->range);
+    }
+    if (x->in_combine) {
+        diag_error(x->c, e->name_range, "reducer '%s' inside the combine function of reduce()", name);
+        return mk_error(x, e->range);
+    }
+    int want = rk == R_CUSTOM ? 3 : 1;
+    if (e->args.n != want) {
+        char what[64];
+        snprintf(what, sizeof what, "reducer '%s'", name);
+        arity_error(x, e, what, want, want);
+        return mk_error(x, e->range);
+    }
+    x->in_reducer++;
+    Expr *arg = check(x, e->args.items[0]);
+    x->in_reducer--;
+    if (is_err(arg))
+        return mk_error(x, e->range);
+    Type at = type_concrete((Type)arg->type), res = at;
+    Expr *ident = NULL, *combine = NULL;
+    switch (reducer_info[rk].rule) {
+    case RR_ACC:
+        res = type_is_float(at) ? at : type_accum(at);
+        break;
+    case RR_MEAN:
+        res = type_is_float(at) ? at : T_F64;
+        break;
+    case RR_SAME:
+        break;
+    case RR_BOOL:
+        arg = to_bool(x, arg);
+        at = res = T_BOOL;
+        break;
+    case RR_INDEX:
+        res = T_I64;
+        break;
+    case RR_CUSTOM: {
+        ident = check(x, e->args.items[1]);
+        Expr *lam = e->args.items[2];
+        if (is_err(ident))
+            return mk_error(x, e->range);
+        if (ident->vary != VARY_UNIFORM) {
+            const Expr *l = elem_leaf(ident);
+            diag_error(x->c, l ? l->range : ident->range, "the identity of reduce() must not vary over the data");
+            return mk_error(x, e->range);
+        }
+        if (lam->kind != E_LAMBDA || lam->args.n != 2) {
+            diag_error(x->c, lam->range, "the third argument of reduce() must be a combine function '|a, b| ...'");
+            return mk_error(x, e->range);
+        }
+        res = at = type_concrete(type_promote((Type)arg->type, (Type)ident->type));
+        arg = promote_to(x, arg, at);
+        ident = promote_to(x, ident, at);
+        Binding *saved = x->scope;
+        for (int i = 0; i < 2; i++) {
+            Expr *p = lam->args.items[i];
+            Expr *lp = mk(x, E_LPARAM, at, p->range);
+            lp->index = i;
+            bind(x, p->name, BIND_LPARAM, p->range, lp);
+        }
+        bool saved_combine = x->in_combine;
+        x->in_combine = true;
+        combine = check(x, lam->a);
+        x->in_combine = saved_combine;
+        x->scope = saved;
+        if (is_err(combine))
+            return mk_error(x, e->range);
+        if (combine->vary != VARY_UNIFORM) {
+            const Expr *l = elem_leaf(combine);
+            diag_error(x->c, l ? l->range : combine->range,
+                       "the combine function of reduce() may use only its parameters, constants and scalar parameters");
+            return mk_error(x, e->range);
+        }
+        combine = convert(x, combine, at, false);
+        break;
+    }
+    }
+    if (at == T_BOOL && (rk == R_SUM || rk == R_PROD || rk == R_MEAN || rk == R_ARGMAX || rk == R_ARGMIN ||
+                         rk == R_MAX || rk == R_MIN))
+        arg = convert(x, arg, rk == R_MAX || rk == R_MIN ? T_BOOL : T_I64, false), at = (Type)arg->type;
+    else
+        arg = convert(x, arg, at, false);
+    Expr *r = mk(x, E_REDUCE, res, e->range);
+    r->op = (uint16_t)rk;
+    r->optype = at;
+    r->a = arg;
+    r->b = ident;
+    r->c = combine;
+    r->vary = VARY_ROW;
+    r->name_range = e->name_range;
+    return finish(x, r);
+}
+
+static const char *const generic_class_names[] = {"bool", "int", "uint", "float", "num", "any"};
+
+static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
+{
+    for (int i = 0; i < x->ninline; i++) {
+        if (x->inline_stack[i] == f) {
+            /* The enclosing calls each add "in the call of" as they unwind. */
+            diag_error(x->c, e->name_range, "function '%s' calls itself; recursion is not allowed", f->name);
+            return mk_error(x, e->range);
+        }
+    }
+    if (x->ninline >= NNKC_MAX_INLINE) {
+        diag_error(x->c, e->range, "functions nested too deeply (the limit is %d calls)", NNKC_MAX_INLINE);
+        return mk_error(x, e->range);
+    }
+    if (e->args.n != f->params.n) {
+        char what[80];
+        snprintf(what, sizeof what, "function '%s'", f->name);
+        arity_error(x, e, what, f->params.n, f->params.n);
+        diag_note(x->c, f->name_range, "'%s' is declared here", f->name);
+        return mk_error(x, e->range);
+    }
+    f->state = 2; /* used: its body is checked through this call */
+    Expr *args[NNKC_MAX_PARAMS * 2];
+    if (e->args.n > (int)(sizeof args / sizeof *args)) {
+        diag_error(x->c, e->range, "too many arguments");
+        return mk_error(x, e->range);
+    }
+    bool err = false;
+    for (int i = 0; i < e->args.n; i++) {
+        args[i] = check(x, e->args.items[i]);
+        err |= is_err(args[i]);
+    }
+    /* Bind the function's type variables from the typed arguments. */
+    Type gt[NNKC_MAX_GENERICS];
+    int ng = f->generics.n < NNKC_MAX_GENERICS ? f->generics.n : NNKC_MAX_GENERICS;
+    for (int g = 0; g < ng; g++) {
+        const Generic *gen = f->generics.items[g];
+        Type t = T_NONE;
+        for (int i = 0; i < e->args.n; i++) {
+            const Param *p = f->params.items[i];
+            if (!p->ty.present || p->ty.scalar != T_NONE || p->ty.name != gen->name || is_err(args[i]))
+                continue;
+            t = t == T_NONE ? (Type)args[i]->type : type_promote(t, (Type)args[i]->type);
+        }
+        if (t == T_NONE) {
+            if (!err)
+                diag_error(x->c, gen->range, "cannot infer type variable '%s' of '%s' from the arguments", gen->name,
+                           f->name);
+            err = true;
+            gt[g] = T_ERROR;
+            continue;
+        }
+        t = type_concrete(t);
+        if (!err && t != T_ERROR && gen->cls != CLASS_NONE && !type_in_class(t, gen->cls)) {
+            diag_error(x->c, e->range, "'%s' requires %s to be %s, but the arguments give %s", f->name, gen->name,
+                       generic_class_names[gen->cls], type_name(t));
+            diag_note(x->c, gen->range, "'%s' is declared here", gen->name);
+            err = true;
+        }
+        gt[g] = t;
+    }
+    if (err)
+        return mk_error(x, e->range);
+    Ctx inner = *x;
+    inner.scope = NULL;
+    inner.generics = &f->generics;
+    inner.gtypes = gt;
+    inner.inline_stack[x->ninline] = f;
+    inner.inline_sites[x->ninline] = e->name_range;
+    inner.ninline = x->ninline + 1;
+    for (int i = 0; i < e->args.n; i++) {
+        const Param *p = f->params.items[i];
+        Expr *v = args[i];
+        if (p->ty.present) {
+            if (p->ty.tensor) {
+                diag_error(x->c, p->ty.range, "function parameters are element values; write '%s: %s'", p->name,
+                           p->ty.name);
+                return mk_error(x, e->range);
+            }
+            Type pt = resolve_type(&inner, &p->ty, true);
+            if (pt == T_ERROR)
+                return mk_error(x, e->range);
+            v = convert(x, v, pt, true);
+        }
+        bind(&inner, p->name, BIND_FPARAM, p->range, v);
+    }
+    int errs = x->c->nerrors;
+    Expr *body = check(&inner, f->value);
+    if (!is_err(body) && f->ty.present) {
+        Type rt = resolve_type(&inner, &f->ty, true);
+        body = rt == T_ERROR ? mk_error(x, e->range) : convert(&inner, body, rt, true);
+    }
+    if (x->c->nerrors > errs)
+        diag_note(x->c, e->name_range, "in the call of '%s' here", f->name);
+    return body;
+}
+
+static Item *global(Ctx *x, const char *name)
+{
+    return map_get(&x->c->globals, name);
+}
+
+static Builtin builtin_lookup(const char *name)
+{
+    for (int i = 0; i < B_COUNT; i++)
+        if (strcmp(builtin_info[i].name, name) == 0)
+            return (Builtin)i;
+    return B_COUNT;
+}
+
+static ReducerKind reducer_lookup(const char *name, int nargs)
+{
+    for (int i = 0; i < R_COUNT; i++) {
+        if (strcmp(reducer_info[i].name, name) != 0)
+            continue;
+        if ((i == R_MAX || i == R_MIN) && nargs != 1)
+            return R_COUNT; /* binary max/min are elementwise */
+        return (ReducerKind)i;
+    }
+    return R_COUNT;
+}
+
+static Type generic_lookup(Ctx *x, const char *name)
+{
+    for (int i = 0; x->generics && i < x->generics->n; i++)
+        if (((Generic *)x->generics->items[i])->name == name)
+            return x->gtypes ? x->gtypes[i] : T_ERROR;
+    return T_NONE;
+}
+
+static void unknown_function(Ctx *x, Expr *e)
+{
+    int cap = B_COUNT + R_COUNT + x->c->globals.n + 1;
+    const char **cands = arena_alloc(x->c->arena, sizeof(char *) * (size_t)cap);
+    int n = 0;
+    for (int i = 0; i < B_COUNT; i++)
+        cands[n++] = builtin_info[i].name;
+    for (int i = 0; i < R_COUNT; i++)
+        cands[n++] = reducer_info[i].name;
+    for (int i = 0; i < x->c->globals.cap; i++) {
+        Item *it = x->c->globals.vals[i];
+        if (x->c->globals.keys[i] && it->kind == I_FUNC)
+            cands[n++] = it->name;
+    }
+    const char *s = diag_suggest(e->name, cands, n);
+    Binding *b = lookup(x, e->name);
+    if (b || (global(x, e->name) && global(x, e->name)->kind != I_FUNC))
+        diag_error(x->c, e->name_range, "'%s' is not a function", e->name);
+    else if (s)
+        diag_error(x->c, e->name_range, "unknown function '%s'; did you mean '%s'?", e->name, s);
+    else
+        diag_error(x->c, e->name_range, "unknown function '%s'", e->name);
+}
+
+static Expr *check_call(Ctx *x, Expr *e)
+{
+    Type ct = type_lookup(e->name, strlen(e->name));
+    if (ct == T_NONE)
+        ct = generic_lookup(x, e->name);
+    if (ct != T_NONE) {
+        if (e->args.n != 1) {
+            char what[64];
+            snprintf(what, sizeof what, "conversion to '%s'", e->name);
+            arity_error(x, e, what, 1, 1);
+            return mk_error(x, e->range);
+        }
+        Expr *a = check(x, e->args.items[0]);
+        if (is_err(a) || ct == T_ERROR)
+            return mk_error(x, e->range);
+        Expr *r = convert(x, a, ct, false);
+        if (r->kind == E_CONST)
+            r->range = e->range;
+        return r;
+    }
+    ReducerKind rk = reducer_lookup(e->name, e->args.n);
+    if (rk != R_COUNT)
+        return check_reducer(x, e, rk);
+    Builtin bi = builtin_lookup(e->name);
+    if (bi != B_COUNT) {
+        if ((bi == B_MAX || bi == B_MIN) && e->args.n != 2) {
+            diag_error(x->c, e->range, "'%s' takes 1 argument (a reducer) or 2 (elementwise), but %d were given",
+                       e->name, e->args.n);
+            return mk_error(x, e->range);
+        }
+        return check_builtin(x, e, bi);
+    }
+    Item *f = global(x, e->name);
+    if (f && f->kind == I_FUNC && !lookup(x, e->name))
+        return check_func_call(x, e, f);
+    unknown_function(x, e);
+    for (int i = 0; i < e->args.n; i++)
+        check(x, e->args.items[i]); /* errors inside the arguments too */
+    return mk_error(x, e->range);
+}
+
+static Expr *check_const_item(Compiler *c, Item *it);
+
+static void unknown_name(Ctx *x, Expr *e)
+{
+    const char *cands[256];
+    int n = 0;
+    for (Binding *b = x->scope; b && n < 200; b = b->next)
+        cands[n++] = b->name;
+    for (int i = 0; i < x->c->globals.cap && n < 255; i++) {
+        Item *it = x->c->globals.vals[i];
+        if (x->c->globals.keys[i] && it->kind == I_CONST)
+            cands[n++] = it->name;
+    }
+    const char *s = diag_suggest(e->name, cands, n);
+    if (s)
+        diag_error(x->c, e->range, "unknown name '%s'; did you mean '%s'?", e->name, s);
+    else
+        diag_error(x->c, e->range, "unknown name '%s'", e->name);
+}
+
+static Expr *check_name(Ctx *x, Expr *e)
+{
+    Binding *b = lookup(x, e->name);
+    if (b) {
+        switch (b->kind) {
+        case BIND_OUT:
+            if (!b->value) {
+                diag_error(x->c, e->range, "output '%s' is used before it is assigned", e->name);
+                return mk_error(x, e->range);
+            }
+            return b->value;
+        case BIND_PARAM: {
+            /* A fresh node per use, so carets point at each use. */
+            Expr *p = mk(x, E_PARAM, (Type)b->value->type, e->range);
+            p->index = b->value->index;
+            p->vary = b->value->vary;
+            return p;
+        }
+        default:
+            return b->value;
+        }
+    }
+    Item *it = global(x, e->name);
+    if (it && it->kind == I_CONST) {
+        Expr *v = check_const_item(x->c, it);
+        if (is_err(v))
+            return v;
+        return mk_const(x, v->value, e->range);
+    }
+    if (it) {
+        diag_error(x->c, e->range, "'%s' is a %s, not a value", e->name, it->kind == I_FUNC ? "function" : "kernel");
+        return mk_error(x, e->range);
+    }
+    if (generic_lookup(x, e->name) != T_NONE || type_lookup(e->name, strlen(e->name)) != T_NONE) {
+        diag_error(x->c, e->range, "'%s' is a type, not a value; convert with %s(value)", e->name, e->name);
+        return mk_error(x, e->range);
+    }
+    if (builtin_lookup(e->name) != B_COUNT || reducer_lookup(e->name, 1) != R_COUNT) {
+        diag_error(x->c, e->range, "'%s' is a function; call it as %s(...)", e->name, e->name);
+        return mk_error(x, e->range);
+    }
+    unknown_name(x, e);
+    return mk_error(x, e->range);
+}
+
+static Expr *check(Ctx *x, Expr *e)
+{
+    if (e->depth > NNKC_MAX_NESTING)
+        return mk_error(x, e->range); /* reported by the parser */
+    switch ((ExprKind)e->kind) {
+    case E_ERROR:
+        return mk_error(x, e->range);
+    case E_INT:
+    case E_FLOAT:
+    case E_BOOL: {
+        Value v = e->value;
+        if (v.type == T_WINT && v.v.u > (uint64_t)INT64_MAX)
+            v.type = T_U64; /* only u64 holds it */
+        return mk_const(x, v, e->range);
+    }
+    case E_NAME:
+        return check_name(x, e);
+    case E_IDX:
+    case E_N: {
+        const char *kw = e->kind == E_IDX ? "idx" : "n";
+        if (!x->kernel) {
+            diag_error(x->c, e->range, "'%s' is only defined inside a kernel", kw);
+            return mk_error(x, e->range);
+        }
+        if (e->kind == E_N && x->kernel->kind != I_REDUCTION) {
+            diag_error(x->c, e->range, "'n' is only defined in reduction kernels (the size of the reduced slice)");
+            diag_note_plain(x->c, "'idx' is the element's flat index in any kernel");
+            return mk_error(x, e->range);
+        }
+        if (x->in_combine) {
+            diag_error(x->c, e->range, "'%s' inside the combine function of reduce()", kw);
+            return mk_error(x, e->range);
+        }
+        Expr *r = mk(x, (ExprKind)e->kind, T_I64, e->range);
+        r->vary = e->kind == E_IDX ? VARY_ELEM : VARY_UNIFORM;
+        return r;
+    }
+    case E_UNARY:
+        return check_unary(x, e);
+    case E_BINARY:
+        return check_binary(x, e);
+    case E_COND: {
+        Expr *c = check(x, e->a), *a = check(x, e->b), *b = check(x, e->c);
+        return select_node(x, e->range, c, a, b);
+    }
+    case E_CALL:
+        return check_call(x, e);
+    case E_LAMBDA:
+        diag_error(x->c, e->range, "a combine function '|a, b| ...' may only be the third argument of reduce()");
+        return mk_error(x, e->range);
+    default:
+        nnkc_assert(!"unexpected node in source tree");
+        return mk_error(x, e->range);
+    }
+}
+
+/* ---- consts and defaults ------------------------------------------------------ */
+
+static Expr *check_const_item(Compiler *c, Item *it)
+{
+    if (it->state == 2)
+        return it->checked;
+    if (it->state == 1) {
+        diag_error(c, it->name_range, "const '%s' depends on itself", it->name);
+        it->checked = arena_alloc(c->arena, sizeof(Expr));
+        it->checked->kind = E_ERROR;
+        it->checked->type = T_ERROR;
+        it->checked->range = it->name_range;
+        return it->checked;
+    }
+    it->state = 1;
+    Ctx x = {.c = c};
+    Expr *v = check(&x, it->value);
+    if (!is_err(v) && it->ty.present) {
+        if (it->ty.tensor) {
+            diag_error(c, it->ty.range, "a const is a scalar; write '%s: %s'", it->name, it->ty.name);
+            v = mk_error(&x, it->value->range);
+        } else {
+            Type t = resolve_type(&x, &it->ty, true);
+            v = t == T_ERROR ? mk_error(&x, it->value->range) : convert(&x, v, t, true);
+        }
+    }
+    if (!is_err(v) && !is_const(v)) {
+        diag_error(c, it->value->range, "the value of const '%s' is not a compile-time constant", it->name);
+        v = mk_error(&x, it->value->range);
+    }
+    if (it->state == 1) { /* not replaced by a cycle error above */
+        it->checked = v;
+        it->state = 2;
+    }
+    return it->checked;
+}
+
+/* ---- kernels -------------------------------------------------------------------- */
+
+static bool param_is_tensor(const Param *p) { return p->ty.present && p->ty.tensor; }
+
+/* Checks the parts of a kernel that do not depend on type arguments. */
+static bool check_kernel_header(Compiler *c, Item *k)
+{
+    bool ok = check_generics(c, &k->generics);
+    int ntensor = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const List *l = pass ? &k->outputs : &k->params;
+        for (int i = 0; i < l->n; i++) {
+            Param *p = l->items[i];
+            if (!p->ty.present) {
+                diag_error(c, p->range, "%s '%s' needs a type, as in '%s: f32%s'", pass ? "output" : "parameter", p->name,
+                           p->name, pass ? "[]" : "[]");
+                ok = false;
+            }
+            if (p->dflt && (pass || param_is_tensor(p))) {
+                diag_error(c, p->dflt->range, "only scalar parameters can have a default value");
+                ok = false;
+            }
+            if (pass && p->ty.present && !p->ty.tensor && k->kind == I_ELEMENTWISE) {
+                diag_error(c, p->ty.range, "outputs of an elementwise kernel are tensors; write '%s: %s[]'", p->name,
+                           p->ty.name);
+                ok = false;
+            }
+            ntensor += pass || param_is_tensor(p);
+            for (int pass2 = 0; pass2 <= pass; pass2++) {
+                const List *l2 = pass2 ? &k->outputs : &k->params;
+                int lim = pass2 == pass ? i : l2->n;
+                for (int j = 0; j < lim; j++) {
+                    const Param *q = l2->items[j];
+                    if (q->name == p->name) {
+                        diag_error(c, p->range, "'%s' is declared twice in the signature of '%s'", p->name, k->name);
+                        diag_note(c, q->range, "first declared here");
+                        ok = false;
+                    }
+                }
+            }
+        }
+    }
+    if (k->outputs.n == 0) {
+        diag_error(c, k->name_range, "kernel '%s' has no outputs", k->name);
+        ok = false;
+    }
+    if (ntensor > NNKC_MAX_PARAMS) {
+        diag_error(c, k->name_range, "kernel '%s' has %d tensors; the limit is %d", k->name, ntensor, NNKC_MAX_PARAMS);
+        ok = false;
+    }
+    return ok;
+}
+
+static const char *instance_name(Compiler *c, Item *k, const Type *targs, bool display)
+{
+    if (k->generics.n == 0)
+        return k->name;
+    Buf b = {0};
+    buf_puts(&b, k->name);
+    for (int i = 0; i < k->generics.n; i++)
+        buf_printf(&b, "%s%s", display ? (i ? ", " : "<") : "_", type_name(targs[i]));
+    if (display)
+        buf_puts(&b, ">");
+    const char *s = arena_strdup(c->arena, b.data);
+    buf_free(&b);
+    return s;
+}
+
+Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *storage)
+{
+    Instance *in = arena_alloc(c->arena, sizeof *in);
+    in->kernel = k;
+    in->reduction = k->kind == I_REDUCTION;
+    in->ntargs = k->generics.n;
+    for (int i = 0; i < k->generics.n && i < NNKC_MAX_GENERICS; i++)
+        in->targs[i] = targs[i];
+    in->name = instance_name(c, k, targs, false);
+    in->display = instance_name(c, k, targs, true);
+    in->nparams = k->params.n;
+    in->nouts = k->outputs.n;
+    in->params = arena_alloc(c->arena, sizeof(InstParam) * (size_t)(k->params.n + 1));
+    in->outs = arena_alloc(c->arena, sizeof(InstParam) * (size_t)(k->outputs.n + 1));
+    in->values = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(k->outputs.n + 1));
+
+    int errs = c->nerrors;
+    if (k->generics.n) {
+        c->context_msg = arena_printf(c->arena, "in instance '%s'", in->display);
+        c->context_range = k->name_range;
+    }
+    Ctx x = {.c = c, .kernel = k, .inst = in, .generics = &k->generics, .gtypes = in->targs};
+    int si = 0;
+    for (int i = 0; i < k->params.n; i++) {
+        Param *p = k->params.items[i];
+        InstParam *ip = &in->params[i];
+        ip->name = p->name;
+        ip->tensor = param_is_tensor(p);
+        ip->type = p->ty.present ? resolve_type(&x, &p->ty, true) : T_ERROR;
+        ip->storage = ip->type;
+        if (ip->tensor && storage && storage[si] != T_NONE)
+            ip->storage = storage[si];
+        si += ip->tensor;
+        Expr *pv = mk(&x, E_PARAM, ip->type, p->range);
+        pv->index = i;
+        pv->vary = ip->tensor ? VARY_ELEM : VARY_UNIFORM;
+        bind(&x, p->name, BIND_PARAM, p->range, pv);
+        if (p->dflt && !ip->tensor && ip->type != T_ERROR) {
+            Ctx dx = {.c = c, .generics = &k->generics, .gtypes = in->targs};
+            Expr *d = check(&dx, p->dflt);
+            if (!is_err(d)) {
+                d = convert(&dx, d, ip->type, true);
+                if (!is_const(d)) {
+                    diag_error(c, p->dflt->range, "the default of '%s' is not a compile-time constant", p->name);
+                } else {
+                    ip->has_default = true;
+                    ip->dflt = d->value;
+                }
+            }
+        }
+    }
+    Binding *outs[NNKC_MAX_PARAMS * 2 + 1];
+    int nouts_bound = 0;
+    for (int i = 0; i < k->outputs.n; i++) {
+        Param *p = k->outputs.items[i];
+        InstParam *op = &in->outs[i];
+        op->name = p->name;
+        op->tensor = param_is_tensor(p);
+        op->type = p->ty.present ? resolve_type(&x, &p->ty, true) : T_ERROR;
+        op->storage = op->type;
+        if (storage && storage[si] != T_NONE)
+            op->storage = storage[si];
+        si++;
+        Binding *b = bind(&x, p->name, BIND_OUT, p->range, NULL);
+        b->index = i;
+        if (nouts_bound < (int)(sizeof outs / sizeof *outs))
+            outs[nouts_bound++] = b;
+    }
+    for (int i = 0; i < k->body.n; i++) {
+        Stmt *s = k->body.items[i];
+        if (s->kind == S_ERROR)
+            continue;
+        Binding *b = lookup(&x, s->name);
+        if (s->kind == S_LET) {
+            if (b) {
+                const char *what = b->kind == BIND_LET ? "a let binding" : b->kind == BIND_OUT ? "an output" : "a parameter";
+                diag_error(c, s->name_range, "'%s' is already %s", s->name, what);
+                diag_note(c, b->decl, "declared here");
+            }
+            Expr *v = check(&x, s->value);
+            if (!is_err(v) && s->ty.present) {
+                if (s->ty.tensor) {
+                    diag_error(c, s->ty.range, "let bindings are element values; write '%s: %s'", s->name, s->ty.name);
+                    v = mk_error(&x, s->value->range);
+                } else {
+                    Type t = resolve_type(&x, &s->ty, true);
+                    v = t == T_ERROR ? mk_error(&x, s->value->range) : convert(&x, v, t, true);
+                }
+            }
+            bind(&x, s->name, BIND_LET, s->name_range, v);
+            continue;
+        }
+        /* An output assignment. */
+        Expr *v = check(&x, s->value);
+        if (!b || b->kind != BIND_OUT) {
+            if (b && b->kind == BIND_PARAM) {
+                diag_error(c, s->name_range, "cannot assign to parameter '%s'; parameters are read-only", s->name);
+            } else if (b && b->kind == BIND_LET) {
+                diag_error(c, s->name_range, "cannot assign to '%s': let bindings are immutable", s->name);
+                diag_note(c, b->decl, "'%s' is bound here", s->name);
+            } else {
+                const char *cands[NNKC_MAX_PARAMS * 2 + 1];
+                for (int j = 0; j < nouts_bound; j++)
+                    cands[j] = outs[j]->name;
+                const char *sug = diag_suggest(s->name, cands, nouts_bound);
+                if (sug)
+                    diag_error(c, s->name_range, "'%s' is not an output of '%s'; did you mean '%s'?", s->name, k->name, sug);
+                else
+                    diag_error(c, s->name_range, "'%s' is not an output of '%s'", s->name, k->name);
+                diag_note_plain(c, "new names are introduced with 'let %s = ...;'", s->name);
+            }
+            continue;
+        }
+        if (b->value) {
+            diag_error(c, s->name_range, "output '%s' is assigned twice", s->name);
+            diag_note(c, b->assigned, "first assigned here");
+            continue;
+        }
+        InstParam *op = &in->outs[b->index];
+        if (!is_err(v) && !op->tensor && v->vary == VARY_ELEM) {
+            const Expr *l = elem_leaf(v);
+            const char *what = l && l->kind == E_PARAM ? in->params[l->index].name : "idx";
+            diag_error(c, l ? l->range : v->range,
+                       "output '%s' has the reduced shape, so it can use '%s' only inside a reducer", s->name, what);
+            diag_note(c, b->decl, "'%s' is declared here without '[]'", s->name);
+            v = mk_error(&x, v->range);
+        }
+        if (!is_err(v) && op->type != T_ERROR)
+            v = convert(&x, v, op->type, true);
+        b->value = v;
+        b->assigned = s->name_range;
+        in->values[b->index] = v;
+    }
+    bool lost_stmt = false;
+    for (int i = 0; i < k->body.n; i++)
+        lost_stmt |= ((Stmt *)k->body.items[i])->kind == S_ERROR;
+    for (int i = 0; i < nouts_bound && !lost_stmt; i++) {
+        if (!outs[i]->value) {
+            diag_error(c, k->name_range, "output '%s' of '%s' is never assigned", outs[i]->name, k->name);
+            diag_note(c, outs[i]->decl, "'%s' is declared here", outs[i]->name);
+            in->values[outs[i]->index] = mk_error(&x, outs[i]->decl);
+        }
+    }
+    c->context_msg = NULL;
+    return c->nerrors > errs ? NULL : in;
+}
+
+Item *sema_find_kernel(Compiler *c, const char *name)
+{
+    Item *it = map_get(&c->globals, intern(c->strings, name, strlen(name)));
+    return it && (it->kind == I_ELEMENTWISE || it->kind == I_REDUCTION) ? it : NULL;
+}
+
+/* ---- loading files and imports ---------------------------------------------------- */
+
+static bool file_exists(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+static void load_file(Compiler *c, SourceFile *src);
+
+static void load_import(Compiler *c, Item *imp)
+{
+    const SourceFile *from = imp->src;
+    char *candidates[64];
+    int ncand = 0;
+    const char *path = imp->name;
+    if (path[0] == '/') {
+        candidates[ncand++] = arena_strdup(c->arena, path);
+    } else {
+        candidates[ncand++] = arena_printf(c->arena, "%s%s", from->dir, path);
+        for (int i = 0; i < c->opt.include_dirs.n && ncand < 64; i++) {
+            const char *d = c->opt.include_dirs.items[i];
+            size_t n = strlen(d);
+            candidates[ncand++] = arena_printf(c->arena, "%s%s%s", d, n && d[n - 1] == '/' ? "" : "/", path);
+        }
+    }
+    const char *found = NULL;
+    for (int i = 0; i < ncand && !found; i++)
+        if (file_exists(candidates[i]))
+            found = candidates[i];
+    if (!found) {
+        diag_error(c, imp->name_range, "cannot find imported file '%s'", path);
+        Buf b = {0};
+        for (int i = 0; i < ncand; i++) {
+            const char *slash = strrchr(candidates[i], '/');
+            int dl = slash ? (int)(slash - candidates[i]) : 0;
+            buf_printf(&b, "%s'%.*s'", i ? ", " : "", dl ? dl : 1, dl ? candidates[i] : ".");
+        }
+        diag_note_plain(c, "searched %s", b.data);
+        buf_free(&b);
+        return;
+    }
+    char *rp = realpath(found, NULL);
+    const char *key = intern(c->strings, rp ? rp : found, strlen(rp ? rp : found));
+    free(rp);
+    for (int i = 0; i < c->import_stack.n; i++) {
+        SourceFile *s = c->import_stack.items[i];
+        if (s->realpath != key)
+            continue;
+        diag_error(c, imp->name_range, "import cycle: '%s' imports itself", path);
+        for (int j = i + 1; j < c->import_stack.n; j++) {
+            SourceFile *sj = c->import_stack.items[j];
+            Item *via = NULL;
+            for (int k = 0; k < c->items.n && !via; k++) {
+                Item *it = c->items.items[k];
+                if (it->kind == I_IMPORT && it->src == c->import_stack.items[j - 1])
+                    via = it;
+            }
+            if (via)
+                diag_note(c, via->name_range, "'%s' imports '%s'", via->src->path, sj->path);
+        }
+        diag_note(c, imp->name_range, "'%s' imports '%s', closing the cycle", from->path, path);
+        return;
+    }
+    for (int i = 0; i < c->files.n; i++)
+        if (((SourceFile *)c->files.items[i])->realpath == key)
+            return; /* already loaded: imports are idempotent */
+    SourceFile *src = source_read(c, found);
+    if (!src) {
+        diag_error(c, imp->name_range, "cannot read '%s': %s", found, strerror(errno));
+        return;
+    }
+    list_push(c->arena, &c->imports, src);
+    load_file(c, src);
+}
+
+static void load_file(Compiler *c, SourceFile *src)
+{
+    list_push(c->arena, &c->import_stack, src);
+    int first = c->items.n;
+    parse_file(c, src);
+    int last = c->items.n;
+    for (int i = first; i < last; i++) {
+        Item *it = c->items.items[i];
+        if (it->kind == I_IMPORT)
+            load_import(c, it);
+    }
+    c->import_stack.n--;
+}
+
+static void declare_globals(Compiler *c)
+{
+    for (int i = 0; i < c->items.n; i++) {
+        Item *it = c->items.items[i];
+        if (it->kind == I_IMPORT || it->kind == I_INSTANTIATE)
+            continue;
+        Item *prev = map_get(&c->globals, it->name);
+        if (prev) {
+            diag_error(c, it->name_range, "redefinition of '%s'", it->name);
+            diag_note(c, prev->name_range, "previous definition is here");
+            continue;
+        }
+        bool is_kernel = it->kind == I_ELEMENTWISE || it->kind == I_REDUCTION;
+        if (it->kind == I_FUNC && (builtin_lookup(it->name) != B_COUNT || reducer_lookup(it->name, 1) != R_COUNT)) {
+            diag_error(c, it->name_range, "'%s' is a built-in function and cannot be redefined", it->name);
+            continue;
+        }
+        if (is_kernel && is_reserved(it->name)) {
+            diag_error(c, it->name_range, "'%s' cannot name a kernel: the generated C function would clash with C",
+                       it->name);
+            continue;
+        }
+        map_put(c->arena, &c->globals, it->name, it);
+        if (is_kernel)
+            list_push(c->arena, &c->kernels, it);
+    }
+}
+
+/* instantiate lines: resolve each request against its kernel. */
+static void collect_requests(Compiler *c)
+{
+    for (int i = 0; i < c->items.n; i++) {
+        Item *it = c->items.items[i];
+        if (it->kind != I_INSTANTIATE)
+            continue;
+        for (int j = 0; j < it->insts.n; j++) {
+            InstSpec *s = it->insts.items[j];
+            Item *k = map_get(&c->globals, s->name);
+            if (!k || (k->kind != I_ELEMENTWISE && k->kind != I_REDUCTION)) {
+                const char **cands = arena_alloc(c->arena, sizeof(char *) * (size_t)(c->kernels.n + 1));
+                for (int m = 0; m < c->kernels.n; m++)
+                    cands[m] = ((Item *)c->kernels.items[m])->name;
+                const char *sug = diag_suggest(s->name, cands, c->kernels.n);
+                if (k)
+                    diag_error(c, s->name_range, "'%s' is not a kernel", s->name);
+                else if (sug)
+                    diag_error(c, s->name_range, "unknown kernel '%s'; did you mean '%s'?", s->name, sug);
+                else
+                    diag_error(c, s->name_range, "unknown kernel '%s'", s->name);
+                continue;
+            }
+            if (k->generics.n == 0 && s->types.n == 0)
+                continue;
+            if (s->types.n != k->generics.n) {
+                if (k->generics.n == 0)
+                    diag_error(c, s->range, "'%s' is not generic; it takes no type arguments", k->name);
+                else
+                    diag_error(c, s->range, "'%s' takes %d type argument%s, but %d %s given", k->name, k->generics.n,
+                               k->generics.n == 1 ? "" : "s", s->types.n, s->types.n == 1 ? "was" : "were");
+                diag_note(c, k->name_range, "'%s' is declared here", k->name);
+                continue;
+            }
+            Type *req = arena_alloc(c->arena, sizeof(Type) * NNKC_MAX_GENERICS);
+            bool ok = true;
+            for (int m = 0; m < s->types.n; m++) {
+                TypeRef *tr = s->types.items[m];
+                Generic *g = k->generics.items[m];
+                if (tr->scalar == T_NONE || tr->tensor) {
+                    diag_error(c, tr->range, "'%s%s' is not a scalar type", tr->name, tr->tensor ? "[]" : "");
+                    ok = false;
+                    continue;
+                }
+                if (g->cls != CLASS_NONE && !type_in_class(tr->scalar, g->cls)) {
+                    diag_error(c, tr->range, "type '%s' does not satisfy class '%s' of type variable '%s' of '%s'",
+                               tr->name, class_name(g->cls), g->name, k->name);
+                    diag_note(c, g->cls_name ? g->cls_range : g->range, "'%s' is declared here", g->name);
+                    ok = false;
+                }
+                req[m] = tr->scalar;
+            }
+            if (ok)
+                list_push(c->arena, &k->requests, req);
+        }
+    }
+}
+
+bool sema_load(Compiler *c, const char *path, const char *text, size_t len)
+{
+    SourceFile *src;
+    if (text) {
+        src = source_add(c, path, text, len);
+    } else {
+        src = source_read(c, path);
+        if (!src) {
+            diag_error_plain(c, "cannot read '%s': %s", path, strerror(errno));
+            return false;
+        }
+    }
+    load_file(c, src);
+    declare_globals(c);
+    for (int i = 0; i < c->items.n; i++) {
+        Item *it = c->items.items[i];
+        if (it->kind == I_CONST)
+            check_const_item(c, it);
+        else if (it->kind == I_FUNC)
+            check_generics(c, &it->generics);
+    }
+    for (int i = 0; i < c->kernels.n; i++) {
+        Item *k = c->kernels.items[i];
+        k->state = check_kernel_header(c, k) ? 2 : -1;
+    }
+    collect_requests(c);
+    return c->nerrors == 0;
+}
+
+/* ---- instantiation ----------------------------------------------------------------- */
+
+static bool same_types(const Type *a, const Type *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+static void add_instance(Compiler *c, Item *k, const Type *targs)
+{
+    for (int i = 0; i < c->instances.n; i++) {
+        Instance *in = c->instances.items[i];
+        if (in->kernel == k && same_types(in->targs, targs, k->generics.n))
+            return;
+    }
+    Instance *in = sema_instance(c, k, targs, NULL);
+    if (in)
+        list_push(c->arena, &c->instances, in);
+}
+
+/* -T: every assignment of the listed types to the type variables that
+ * satisfies their classes, in the order of the list. */
+static void instantiate_from_list(Compiler *c, Item *k, Type *cur, int depth, int *made)
+{
+    if (depth == k->generics.n) {
+        add_instance(c, k, cur);
+        (*made)++;
+        return;
+    }
+    Generic *g = k->generics.items[depth];
+    for (int i = 0; i < c->opt.ntypes; i++) {
+        if (!type_in_class(c->opt.types[i], g->cls))
+            continue;
+        cur[depth] = c->opt.types[i];
+        instantiate_from_list(c, k, cur, depth + 1, made);
+    }
+}
+
+/* A function no instance called is still checked for its names: its
+ * parameters get the error type, which silences every type error. */
+static void check_unused_func(Compiler *c, Item *f)
+{
+    Ctx x = {.c = c, .generics = &f->generics};
+    Type gt[NNKC_MAX_GENERICS];
+    for (int i = 0; i < NNKC_MAX_GENERICS; i++)
+        gt[i] = T_ERROR;
+    x.gtypes = gt;
+    for (int i = 0; i < f->params.n; i++) {
+        Param *p = f->params.items[i];
+        if (p->ty.present)
+            resolve_type(&x, &p->ty, true);
+        bind(&x, p->name, BIND_FPARAM, p->range, mk_error(&x, p->range));
+    }
+    x.inline_stack[0] = f;
+    x.inline_sites[0] = f->name_range;
+    x.ninline = 1;
+    /* Reducers are legal in functions called from reduction kernels. */
+    Item fake = {.kind = I_REDUCTION, .name = f->name, .name_range = f->name_range};
+    x.kernel = &fake;
+    check(&x, f->value);
+}
+
+void sema_instantiate_all(Compiler *c)
+{
+    for (int i = 0; i < c->kernels.n; i++) {
+        Item *k = c->kernels.items[i];
+        Type cur[NNKC_MAX_GENERICS];
+        if (k->generics.n == 0) {
+            add_instance(c, k, cur);
+            continue;
+        }
+        int made = 0;
+        for (int r = 0; r < k->requests.n; r++) {
+            add_instance(c, k, k->requests.items[r]);
+            made++;
+        }
+        if (c->opt.ntypes)
+            instantiate_from_list(c, k, cur, 0, &made);
+        if (made == 0) {
+            for (int g = 0; g < k->generics.n; g++)
+                cur[g] = class_default(((Generic *)k->generics.items[g])->cls);
+            if (c->opt.ntypes) {
+                /* -T named no type this kernel accepts: check, emit nothing. */
+                diag_warning(c, k->name_range, "no type in -T fits the type variables of '%s'; it is not instantiated",
+                             k->name);
+                sema_instance(c, k, cur, NULL);
+            } else {
+                add_instance(c, k, cur);
+            }
+        }
+    }
+    for (int i = 0; i < c->items.n; i++) {
+        Item *it = c->items.items[i];
+        if (it->kind == I_FUNC && it->state != 2)
+            check_unused_func(c, it);
+    }
+}

@@ -1,0 +1,393 @@
+/* parser.y - the .nnk grammar (lemon).
+ *
+ * Actions only build nodes: one constructor call each (ast.c).  All checks
+ * live in sema.  Syntax errors are recorded as diagnostics with the tokens
+ * the parser could have accepted; `error` rules resume at the next ';' or
+ * '}' so one file reports several errors.
+ *
+ * Semantic values are owned by the compiler's arena, so the %destructor of
+ * every %type has nothing to free: popping a value during error recovery
+ * just abandons it until the arena goes.  The destructors below say so in
+ * code by marking the value as consumed, which keeps lemon from warning.
+ */
+
+%name NnkParse
+%token_prefix NNK_TK_
+%token_type {Token}
+%extra_argument {ParseState *ps}
+%stack_size 1000
+%start_symbol file
+
+%include {
+#include "nnkc.h"
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ParseState {
+    Compiler *c;
+    SourceFile *src;
+    Token last;      /* the token being fed, for error locations */
+    bool stop;       /* stack overflow: stop feeding tokens */
+    void *parser;    /* the lemon parser, for expected-token queries */
+} ParseState;
+
+static void syntax_error(ParseState *ps, int major, Token tok);
+
+/* lemon defines these without prototypes. */
+void *NnkParseAlloc(void *(*)(size_t));
+void NnkParseFree(void *, void (*)(void *));
+void NnkParse(void *, int, Token, ParseState *);
+void NnkParseInit(void *);
+void NnkParseFinalize(void *);
+void NnkParseTrace(FILE *, char *);
+int NnkParseFallback(int);
+}
+
+%syntax_error { syntax_error(ps, yymajor, yyminor); }
+%stack_overflow {
+    diag_error(ps->c, ps->last.range, "nesting too deep (the parser's limit is %d levels)", 1000);
+    ps->stop = true;
+}
+%parse_failure { ps->stop = true; }
+
+/* Every terminal, declared so the lexer can return any of them. */
+%token ELEMENTWISE REDUCTION FUNC CONST LET IMPORT INSTANTIATE TRUE FALSE IDX N
+       TYPENAME IDENT INT FLOAT STRING
+       LPAREN RPAREN LBRACE RBRACE LBRACKET RBRACKET COMMA SEMI COLON ARROW.
+
+%right PIPE_LAMBDA.
+%right QUESTION COLON.
+%left OROR.
+%left ANDAND.
+%left PIPE.
+%left CARET.
+%left AMP.
+%left EQ NE.
+%left LT LE GT GE.
+%left SHL SHR.
+%left PLUS MINUS.
+%left STAR SLASH PERCENT.
+%right BANG TILDE.
+
+%type expr {Expr *}
+%destructor expr { (void)$$; (void)ps; }
+%type args {List *}
+%destructor args { (void)$$; (void)ps; }
+%type arglist {List *}
+%destructor arglist { (void)$$; (void)ps; }
+%type lparams {List *}
+%destructor lparams { (void)$$; (void)ps; }
+%type type {TypeRef *}
+%destructor type { (void)$$; (void)ps; }
+%type rettype {TypeRef *}
+%destructor rettype { (void)$$; (void)ps; }
+%type typeann {TypeRef *}
+%destructor typeann { (void)$$; (void)ps; }
+%type typelist {List *}
+%destructor typelist { (void)$$; (void)ps; }
+%type generics {List *}
+%destructor generics { (void)$$; (void)ps; }
+%type genlist {List *}
+%destructor genlist { (void)$$; (void)ps; }
+%type generic {Generic *}
+%destructor generic { (void)$$; (void)ps; }
+%type params {List *}
+%destructor params { (void)$$; (void)ps; }
+%type paramlist {List *}
+%destructor paramlist { (void)$$; (void)ps; }
+%type param {Param *}
+%destructor param { (void)$$; (void)ps; }
+%type stmts {List *}
+%destructor stmts { (void)$$; (void)ps; }
+%type stmt {Stmt *}
+%destructor stmt { (void)$$; (void)ps; }
+%type insts {List *}
+%destructor insts { (void)$$; (void)ps; }
+%type inst {InstSpec *}
+%destructor inst { (void)$$; (void)ps; }
+%type item {Item *}
+%destructor item { (void)$$; (void)ps; }
+%type kw {Token}
+
+file ::= items.
+items ::= .
+items ::= items item(I).                       { ast_add_item(ps->c, I); }
+items ::= items error SEMI.
+items ::= items error RBRACE.
+
+/* ---- items -------------------------------------------------------------- */
+
+item(A) ::= IMPORT(K) STRING(P) SEMI(E).       { A = ast_import(ps->c, K, P, E); }
+item(A) ::= CONST(K) IDENT(N) typeann(T) ASSIGN expr(V) SEMI(E).
+                                               { A = ast_const(ps->c, K, N, T, V, E); }
+item(A) ::= FUNC(K) IDENT(N) generics(G) LPAREN params(P) RPAREN rettype(R) ASSIGN expr(B) SEMI(E).
+                                               { A = ast_func(ps->c, K, N, G, P, R, B, E); }
+item(A) ::= kw(K) IDENT(N) generics(G) LPAREN params(P) RPAREN ARROW LPAREN params(O) RPAREN
+            LBRACE stmts(S) RBRACE(E).         { A = ast_kernel(ps->c, K, N, G, P, O, S, E); }
+item(A) ::= INSTANTIATE(K) insts(L) SEMI(E).   { A = ast_instantiate(ps->c, K, L, E); }
+
+kw(A) ::= ELEMENTWISE(T).                      { A = T; }
+kw(A) ::= REDUCTION(T).                        { A = T; }
+
+insts(A) ::= inst(I).                          { A = ast_list(ps->c, I); }
+insts(A) ::= insts(L) COMMA inst(I).           { A = ast_append(ps->c, L, I); }
+inst(A) ::= IDENT(N) LT typelist(L) GT(E).     { A = ast_inst(ps->c, N, L, E); }
+inst(A) ::= IDENT(N).                          { A = ast_inst(ps->c, N, NULL, N); }
+
+typelist(A) ::= type(T).                       { A = ast_list(ps->c, T); }
+typelist(A) ::= typelist(L) COMMA type(T).     { A = ast_append(ps->c, L, T); }
+
+/* ---- generics, parameters, types ----------------------------------------- */
+
+generics(A) ::= .                              { A = ast_list(ps->c, NULL); }
+generics(A) ::= LT genlist(L) GT.              { A = L; }
+genlist(A) ::= generic(G).                     { A = ast_list(ps->c, G); }
+genlist(A) ::= genlist(L) COMMA generic(G).    { A = ast_append(ps->c, L, G); }
+generic(A) ::= IDENT(N).                       { A = ast_generic(ps->c, N, NULL); }
+generic(A) ::= IDENT(N) COLON IDENT(C).        { A = ast_generic(ps->c, N, &C); }
+
+params(A) ::= .                                { A = ast_list(ps->c, NULL); }
+params(A) ::= paramlist(L).                    { A = L; }
+paramlist(A) ::= param(P).                     { A = ast_list(ps->c, P); }
+paramlist(A) ::= paramlist(L) COMMA param(P).  { A = ast_append(ps->c, L, P); }
+param(A) ::= IDENT(N) typeann(T).              { A = ast_param(ps->c, N, T, NULL); }
+param(A) ::= IDENT(N) typeann(T) ASSIGN expr(D).
+                                               { A = ast_param(ps->c, N, T, D); }
+
+typeann(A) ::= .                               { A = ast_no_type(ps->c); }
+typeann(A) ::= COLON type(T).                  { A = T; }
+rettype(A) ::= .                               { A = ast_no_type(ps->c); }
+rettype(A) ::= ARROW type(T).                  { A = T; }
+
+type(A) ::= TYPENAME(N).                       { A = ast_type(ps->c, N, false, N); }
+type(A) ::= IDENT(N).                          { A = ast_type(ps->c, N, false, N); }
+type(A) ::= TYPENAME(N) LBRACKET RBRACKET(E).  { A = ast_type(ps->c, N, true, E); }
+type(A) ::= IDENT(N) LBRACKET RBRACKET(E).     { A = ast_type(ps->c, N, true, E); }
+
+/* ---- statements ----------------------------------------------------------- */
+
+stmts(A) ::= .                                 { A = ast_list(ps->c, NULL); }
+stmts(A) ::= stmts(L) stmt(S).                 { A = ast_append(ps->c, L, S); }
+stmts(A) ::= stmts(L) error SEMI(E).           { A = ast_append(ps->c, L, ast_lost_stmt(ps->c, E)); }
+
+stmt(A) ::= LET(K) IDENT(N) typeann(T) ASSIGN expr(V) SEMI(E).
+                                               { A = ast_let(ps->c, K, N, T, V, E); }
+stmt(A) ::= IDENT(N) ASSIGN expr(V) SEMI(E).   { A = ast_assign(ps->c, N, V, E); }
+
+/* ---- expressions ---------------------------------------------------------- */
+
+expr(A) ::= INT(T).                            { A = ast_int(ps->c, T); }
+expr(A) ::= FLOAT(T).                          { A = ast_float(ps->c, T); }
+expr(A) ::= TRUE(T).                           { A = ast_bool(ps->c, T, true); }
+expr(A) ::= FALSE(T).                          { A = ast_bool(ps->c, T, false); }
+expr(A) ::= IDENT(T).                          { A = ast_name(ps->c, T); }
+expr(A) ::= IDX(T).                            { A = ast_keyword(ps->c, T, E_IDX); }
+expr(A) ::= N(T).                              { A = ast_keyword(ps->c, T, E_N); }
+expr(A) ::= LPAREN(L) expr(E) RPAREN(R).       { A = ast_paren(ps->c, L, E, R); }
+expr(A) ::= IDENT(F) LPAREN args(L) RPAREN(R). { A = ast_call(ps->c, F, L, R); }
+expr(A) ::= TYPENAME(F) LPAREN args(L) RPAREN(R).
+                                               { A = ast_call(ps->c, F, L, R); }
+expr(A) ::= PIPE(O) lparams(P) PIPE expr(B). [PIPE_LAMBDA]
+                                               { A = ast_lambda(ps->c, O, P, B); }
+expr(A) ::= MINUS(O) expr(B). [BANG]           { A = ast_unary(ps->c, O, B); }
+expr(A) ::= PLUS(O) expr(B). [BANG]            { A = ast_unary(ps->c, O, B); }
+expr(A) ::= BANG(O) expr(B).                   { A = ast_unary(ps->c, O, B); }
+expr(A) ::= TILDE(O) expr(B).                  { A = ast_unary(ps->c, O, B); }
+expr(A) ::= expr(C) QUESTION expr(X) COLON expr(Y).
+                                               { A = ast_cond(ps->c, C, X, Y); }
+expr(A) ::= expr(X) OROR(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) ANDAND(O) expr(Y).         { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) PIPE(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) CARET(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) AMP(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) EQ(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) NE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) LT(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) LE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) GT(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) GE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) SHL(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) SHR(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) PLUS(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) MINUS(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) STAR(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) SLASH(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) PERCENT(O) expr(Y).        { A = ast_binary(ps->c, X, O, Y); }
+
+args(A) ::= .                                  { A = ast_list(ps->c, NULL); }
+args(A) ::= arglist(L).                        { A = L; }
+arglist(A) ::= expr(E).                        { A = ast_list(ps->c, E); }
+arglist(A) ::= arglist(L) COMMA expr(E).       { A = ast_append(ps->c, L, E); }
+
+lparams(A) ::= IDENT(N).                       { A = ast_name_list(ps->c, NULL, N); }
+lparams(A) ::= lparams(L) COMMA IDENT(N).      { A = ast_name_list(ps->c, L, N); }
+
+%code {
+
+/* ---- token names for messages --------------------------------------------- */
+
+const char *token_name(int kind)
+{
+    switch (kind) {
+    case 0: return "end of file";
+    case NNK_TK_ELEMENTWISE: return "'elementwise'";
+    case NNK_TK_REDUCTION: return "'reduction'";
+    case NNK_TK_FUNC: return "'func'";
+    case NNK_TK_CONST: return "'const'";
+    case NNK_TK_LET: return "'let'";
+    case NNK_TK_IMPORT: return "'import'";
+    case NNK_TK_INSTANTIATE: return "'instantiate'";
+    case NNK_TK_TRUE: return "'true'";
+    case NNK_TK_FALSE: return "'false'";
+    case NNK_TK_IDX: return "'idx'";
+    case NNK_TK_N: return "'n'";
+    case NNK_TK_TYPENAME: return "a type name";
+    case NNK_TK_IDENT: return "an identifier";
+    case NNK_TK_INT: return "an integer literal";
+    case NNK_TK_FLOAT: return "a float literal";
+    case NNK_TK_STRING: return "a string";
+    case NNK_TK_LPAREN: return "'('";
+    case NNK_TK_RPAREN: return "')'";
+    case NNK_TK_LBRACE: return "'{'";
+    case NNK_TK_RBRACE: return "'}'";
+    case NNK_TK_LBRACKET: return "'['";
+    case NNK_TK_RBRACKET: return "']'";
+    case NNK_TK_COMMA: return "','";
+    case NNK_TK_SEMI: return "';'";
+    case NNK_TK_COLON: return "':'";
+    case NNK_TK_ARROW: return "'->'";
+    case NNK_TK_QUESTION: return "'?'";
+    case NNK_TK_ASSIGN: return "'='";
+    case NNK_TK_OROR: return "'||'";
+    case NNK_TK_ANDAND: return "'&&'";
+    case NNK_TK_PIPE: return "'|'";
+    case NNK_TK_CARET: return "'^'";
+    case NNK_TK_AMP: return "'&'";
+    case NNK_TK_EQ: return "'=='";
+    case NNK_TK_NE: return "'!='";
+    case NNK_TK_LT: return "'<'";
+    case NNK_TK_LE: return "'<='";
+    case NNK_TK_GT: return "'>'";
+    case NNK_TK_GE: return "'>='";
+    case NNK_TK_SHL: return "'<<'";
+    case NNK_TK_SHR: return "'>>'";
+    case NNK_TK_PLUS: return "'+'";
+    case NNK_TK_MINUS: return "'-'";
+    case NNK_TK_STAR: return "'*'";
+    case NNK_TK_SLASH: return "'/'";
+    case NNK_TK_PERCENT: return "'%'";
+    case NNK_TK_BANG: return "'!'";
+    case NNK_TK_TILDE: return "'~'";
+    default: return "a token";
+    }
+}
+
+/* ---- expected tokens ---------------------------------------------------------
+ * Lemon's tables use default reductions, so "the state has an action for
+ * the token" over-approximates.  We run the LR automaton on a copy of the
+ * state stack for each candidate token until it shifts (acceptable) or hits
+ * an error (not acceptable), exactly as Parse() would. */
+static bool token_acceptable(yyParser *p, int tok)
+{
+    YYACTIONTYPE st[YYSTACKDEPTH + 2];
+    int top = (int)(p->yytos - p->yystack);
+    for (int i = 0; i <= top; i++)
+        st[i] = p->yystack[i].stateno;
+    YYACTIONTYPE act = st[top];
+    for (int guard = 0; guard < 4 * YYSTACKDEPTH; guard++) {
+        act = yy_find_shift_action((YYCODETYPE)tok, act);
+        if (act >= YY_MIN_REDUCE) {
+            unsigned rule = act - YY_MIN_REDUCE;
+            int base = top + yyRuleInfoNRhs[rule];
+            if (base < 0 || base + 1 > YYSTACKDEPTH)
+                return false;
+            act = yy_find_reduce_action(st[base], (YYCODETYPE)yyRuleInfoLhs[rule]);
+            top = base + 1;
+            st[top] = act;
+        } else {
+            return act <= YY_MAX_SHIFTREDUCE || act == YY_ACCEPT_ACTION;
+        }
+    }
+    return false;
+}
+
+static bool starts_expr(int t)
+{
+    return t == NNK_TK_INT || t == NNK_TK_FLOAT || t == NNK_TK_IDENT || t == NNK_TK_TRUE ||
+           t == NNK_TK_FALSE || t == NNK_TK_IDX || t == NNK_TK_N || t == NNK_TK_LPAREN ||
+           t == NNK_TK_TYPENAME || t == NNK_TK_MINUS || t == NNK_TK_PLUS || t == NNK_TK_BANG ||
+           t == NNK_TK_TILDE || t == NNK_TK_PIPE;
+}
+
+static bool is_binop(int t)
+{
+    return t == NNK_TK_OROR || t == NNK_TK_ANDAND || t == NNK_TK_PIPE || t == NNK_TK_CARET ||
+           t == NNK_TK_AMP || t == NNK_TK_EQ || t == NNK_TK_NE || t == NNK_TK_LT || t == NNK_TK_LE ||
+           t == NNK_TK_GT || t == NNK_TK_GE || t == NNK_TK_SHL || t == NNK_TK_SHR ||
+           t == NNK_TK_PLUS || t == NNK_TK_MINUS || t == NNK_TK_STAR || t == NNK_TK_SLASH ||
+           t == NNK_TK_PERCENT || t == NNK_TK_QUESTION;
+}
+
+static void syntax_error(ParseState *ps, int major, Token tok)
+{
+    yyParser *p = ps->parser;
+    int ok[YYNTOKEN];
+    int n = 0;
+    bool expr = token_acceptable(p, NNK_TK_INT) && token_acceptable(p, NNK_TK_LPAREN);
+    bool binop = token_acceptable(p, NNK_TK_STAR);
+    for (int t = 1; t < YYNTOKEN; t++) {
+        if (t == NNK_TK_PIPE_LAMBDA || (expr && starts_expr(t)) || (binop && is_binop(t)))
+            continue;
+        if (token_acceptable(p, t))
+            ok[n++] = t;
+    }
+    Buf b = {0};
+    if (expr)
+        buf_puts(&b, "an expression");
+    for (int i = 0; i < n; i++) {
+        if (b.len)
+            buf_puts(&b, i + 1 == n && !binop ? " or " : ", ");
+        buf_puts(&b, token_name(ok[i]));
+    }
+    if (binop)
+        buf_puts(&b, b.len ? " or an operator" : "an operator");
+    const char *what = major == 0 ? "end of file" : token_name(major);
+    char lexeme[48];
+    if (major == NNK_TK_IDENT || major == NNK_TK_TYPENAME || major == NNK_TK_INT || major == NNK_TK_FLOAT) {
+        /* Only the token's own bytes. */
+        int len = tok.range.len < 40 ? (int)tok.range.len : 40;
+        snprintf(lexeme, sizeof lexeme, "'%.*s'", len, ps->src->text + tok.range.off);
+        what = lexeme;
+    }
+    if (b.len)
+        diag_error(ps->c, tok.range, "unexpected %s; expected %s", what, b.data);
+    else
+        diag_error(ps->c, tok.range, "unexpected %s", what);
+    buf_free(&b);
+}
+
+void parse_file(Compiler *c, SourceFile *src)
+{
+    ParseState ps = {.c = c, .src = src};
+    void *parser = NnkParseAlloc(malloc);
+    if (!parser)
+        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    ps.parser = parser;
+    Lexer lx;
+    lexer_init(&lx, c, src);
+    Token t;
+    int errors_before = c->nerrors;
+    for (;;) {
+        int kind = lexer_next(&lx, &t);
+        ps.last = t;
+        if (ps.stop || c->nerrors - errors_before > 40)
+            break;
+        NnkParse(parser, kind, t, &ps);
+        if (kind == 0 || ps.stop)
+            break;
+    }
+    NnkParseFree(parser, free);
+}
+
+}
