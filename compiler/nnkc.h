@@ -503,6 +503,62 @@ extern const NnkcTemplate nnkc_templates[];
 const char *template_get(const char *name);
 
 /* ===================================================================== */
+/* api.c: libnnkc as a library, for the runtime's JIT and for tools        */
+/* ===================================================================== */
+
+/* A compiled source text: checked, with reflection on its kernels, able to
+ * generate code for any instance on demand (the JIT instantiates generic
+ * kernels for the dtypes of each call). */
+typedef struct NnkcModule NnkcModule;
+
+typedef enum { NNKC_TARGET_C, NNKC_TARGET_CUDA } NnkcTarget;
+
+typedef struct NnkcParamInfo {
+    const char *name;
+    bool tensor;       /* T[] */
+    bool output;
+    bool reduced;      /* an output with the reduced shape (T, in a reduction) */
+    int typevar;       /* index into the kernel's generics, or -1 */
+    Type type;         /* the declared scalar type when typevar < 0 */
+    bool has_default;
+    Value dflt;        /* as written: may be a literal (T_WINT / T_WFLOAT) */
+} NnkcParamInfo;
+
+typedef struct NnkcKernelInfo {
+    const char *name;
+    bool reduction;
+    int ngenerics;
+    const char *generic_names[NNKC_MAX_GENERICS];
+    TypeClass generic_classes[NNKC_MAX_GENERICS];
+    int nparams;       /* inputs */
+    int nouts;
+    NnkcParamInfo *params; /* nparams inputs, then nouts outputs */
+} NnkcKernelInfo;
+
+typedef struct NnkcModuleOptions {
+    const char *const *include_dirs; /* for imports; NULL-terminated or NULL */
+    int opt_level;                   /* 0..3 */
+} NnkcModuleOptions;
+
+/* Always returns a module (NULL only when out of memory); check ok(). */
+NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, const NnkcModuleOptions *opt);
+bool nnkc_module_ok(const NnkcModule *m);
+const char *nnkc_module_diagnostics(const NnkcModule *m); /* rendered, "" when none */
+int nnkc_module_kernel_count(const NnkcModule *m);
+const NnkcKernelInfo *nnkc_module_kernel(const NnkcModule *m, int i);
+const NnkcKernelInfo *nnkc_module_find(const NnkcModule *m, const char *name);
+/* Source of one instance for `target`: targs gives each type variable;
+ * storage gives the dtype in memory of each tensor parameter then each
+ * output (NULL, or T_NONE entries, for the logical types).  The source
+ * defines `const nnk_kernel_desc <*symbol>` (nnk/abi.h).  Returns a malloc'ed
+ * string, or NULL with a malloc'ed message in *error. */
+char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage,
+                       NnkcTarget target, char **symbol, char **error);
+void nnkc_module_free(NnkcModule *m);
+/* Flags for compiling generated C into a shared object (besides -shared -fPIC -o). */
+const char *nnkc_c_flags(int opt_level);
+
+/* ===================================================================== */
 /* compiler.c: the Compiler object and its options                        */
 /* ===================================================================== */
 

@@ -1,0 +1,137 @@
+/* nnk/abi.h - the binary interface between generated kernel code and the
+ * nnk runtime.
+ *
+ * Every C file nnkc generates embeds a copy of this header, so generated
+ * code needs no nnk header at build time; the runtime includes it from
+ * here.  Both sides check NNK_ABI_VERSION.  Only C99 and <stdint.h>.
+ */
+#ifndef NNK_ABI_H
+#define NNK_ABI_H
+
+#include <stdint.h>
+
+#define NNK_ABI_VERSION 1
+#define NNK_MAX_DIMS 16      /* rank of an array or iteration space */
+#define NNK_MAX_TENSORS 32   /* tensor parameters + outputs of a kernel */
+#define NNK_MAX_SCALARS 32   /* scalar parameters of a kernel */
+
+/* Element types, in the order of the language's type list. */
+typedef enum nnk_dtype {
+    NNK_BOOL, NNK_I8, NNK_I16, NNK_I32, NNK_I64, NNK_U8, NNK_U16, NNK_U32, NNK_U64,
+    NNK_F16, NNK_BF16, NNK_F32, NNK_F64,
+    NNK_DTYPE_COUNT
+} nnk_dtype;
+
+/* f16 and bf16 values travel as their IEEE bit patterns. */
+typedef uint16_t nnk_f16;
+typedef uint16_t nnk_bf16;
+
+/* A scalar argument, read through the member of the parameter's type. */
+typedef union nnk_scalar {
+    int64_t i64;
+    uint64_t u64;
+    double f64;
+    float f32;
+    int32_t i32;
+    uint32_t u32;
+    int16_t i16;
+    uint16_t u16;   /* also f16 / bf16 bits */
+    int8_t i8;
+    uint8_t u8;
+    uint8_t b;
+} nnk_scalar;
+
+/* An array view: the address of element (0, ..., 0) and, per dimension,
+ * the extent and the stride in elements (negative and zero allowed). */
+typedef struct nnk_view {
+    void *data;
+    int32_t ndim;
+    const int64_t *shape;
+    const int64_t *strides;
+} nnk_view;
+
+/* An execution plan: the iteration space of one call after broadcasting,
+ * moving reduced axes innermost, and merging dimensions that are
+ * contiguous for every operand.  Dimension ndim-1 is the innermost.
+ * The last `nred` dimensions are reduced (reduction kernels); the others
+ * are kept and enumerate the output positions.
+ *
+ * Operands are the kernel's tensor parameters in declaration order, then
+ * its outputs, then one virtual operand (index `nops`) whose "address" is
+ * the element's flat index in the un-permuted iteration space (the
+ * language's `idx`); its strides are maintained like the others. */
+typedef struct nnk_plan {
+    int32_t ndim;
+    int32_t nred;
+    int32_t nops;
+    int32_t abi;
+    int64_t shape[NNK_MAX_DIMS];
+    int64_t strides[NNK_MAX_TENSORS + 1][NNK_MAX_DIMS];
+    char *data[NNK_MAX_TENSORS];
+    int64_t nkept;           /* product of the kept extents: output positions */
+    int64_t nreduced;        /* product of the reduced extents: the `n` of the kernel */
+    nnk_scalar scalars[NNK_MAX_SCALARS];
+} nnk_plan;
+
+/* Parameter metadata. */
+enum {
+    NNK_PARAM_TENSOR = 1,      /* an array; otherwise a scalar value */
+    NNK_PARAM_OUTPUT = 2,
+    NNK_PARAM_REDUCED = 4,     /* an output with the reduced shape */
+    NNK_PARAM_DEFAULT = 8,     /* a scalar with a default value */
+};
+
+typedef struct nnk_param_desc {
+    const char *name;
+    int32_t dtype;             /* nnk_dtype in memory */
+    int32_t flags;
+    nnk_scalar dflt;
+} nnk_param_desc;
+
+enum { NNK_KIND_ELEMENTWISE = 0, NNK_KIND_REDUCTION = 1 };
+
+/* A kernel instance as generated code describes it to the runtime.
+ *
+ * run(plan, begin, end): elementwise kernels compute the elements with
+ * flat kept index in [begin, end); reduction kernels compute the output
+ * positions in [begin, end) completely (every phase and the epilogue).
+ * Disjoint ranges may run on different threads at once.
+ *
+ * Reductions with few outputs split the reduced range instead, phase by
+ * phase; `finals` holds finals_size bytes per output position with the
+ * finished values of earlier phases:
+ *   red_partial(plan, phase, o, r0, r1, finals, state): accumulates the
+ *       reducers of `phase` (1-based) for output o over the reduced flat
+ *       range [r0, r1) into *state (state_size[phase-1] bytes);
+ *   red_merge(phase, acc, other): acc = acc followed by other (ranges in order);
+ *   red_final(plan, phase, o, state, finals): finishes the phase into finals;
+ *   red_epilogue(plan, o, r0, r1, finals): writes the tensor outputs for the
+ *       reduced range [r0, r1) of o, and the reduced-shape outputs when r0 == 0.
+ * The result is the same for every split (deterministic). */
+typedef struct nnk_kernel_desc {
+    int32_t abi;
+    int32_t kind;
+    const char *name;          /* C name of the instance: NAME or NAME_f32 */
+    const char *kernel;        /* the kernel's name in the source */
+    int32_t nparams;           /* inputs, then outputs */
+    int32_t nouts;
+    const nnk_param_desc *params;
+    int32_t ntargs;
+    const int32_t *targs;      /* type arguments (nnk_dtype) */
+    void (*run)(const nnk_plan *p, int64_t begin, int64_t end);
+    int32_t nphases;
+    int32_t finals_size;
+    const int32_t *state_size;
+    void (*red_partial)(const nnk_plan *p, int32_t phase, int64_t o, int64_t r0, int64_t r1, const void *finals, void *state);
+    void (*red_merge)(int32_t phase, void *acc, const void *other);
+    void (*red_final)(const nnk_plan *p, int32_t phase, int64_t o, const void *state, void *finals);
+    void (*red_epilogue)(const nnk_plan *p, int64_t o, int64_t r0, int64_t r1, const void *finals);
+    int32_t argmax_empty_error; /* the kernel has argmax/argmin: an empty slice is an error */
+    /* CUDA: the kernel symbols in `cuda_image` (a fatbin or PTX, NULL when
+     * the object has no GPU code); see docs/cuda-backend.md. */
+    const char *cuda_symbol;
+    const void *cuda_image;
+    uint64_t cuda_image_size;
+} nnk_kernel_desc;
+
+#endif /* NNK_ABI_H */

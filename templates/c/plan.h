@@ -1,0 +1,278 @@
+/* plan.h - building an execution plan (nnk/abi.h) from array views.
+ *
+ * Shared, as text, by the code nnkc generates (NAME_strided, usable with no
+ * runtime) and by the runtime (runtime/plan.c includes this file), so the
+ * broadcasting and coalescing rules exist once.  Plain C99 and <stdint.h>
+ * only, every function static.
+ *
+ * Rules (numpy's): shapes align at the right; an extent of 1 broadcasts;
+ * full-shape outputs must have exactly the broadcast shape; reduced-shape
+ * outputs have it with the reduced axes dropped or kept as 1 (keepdims).
+ */
+
+enum {
+    NNK_PLAN_OK = 0,
+    NNK_PLAN_EBROADCAST = 1, /* input shapes do not broadcast */
+    NNK_PLAN_EOUTPUT = 2,    /* an output has the wrong shape */
+    NNK_PLAN_EAXIS = 3,      /* a reduction axis is out of range or repeated */
+    NNK_PLAN_ERANK = 4,      /* more than NNK_MAX_DIMS dimensions */
+    NNK_PLAN_EARGS = 5,      /* NULL view, too many operands, negative extent */
+};
+
+/* A bounded string builder for error messages (no stdio here). */
+typedef struct nnk_msg_ {
+    char *buf;
+    unsigned long cap, len;
+} nnk_msg_;
+
+static void nnk_msg_str_(nnk_msg_ *m, const char *s)
+{
+    if (!m->buf)
+        return;
+    while (*s && m->len + 1 < m->cap)
+        m->buf[m->len++] = *s++;
+    m->buf[m->len] = 0;
+}
+
+static void nnk_msg_int_(nnk_msg_ *m, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[n++] = '-';
+    char out[24];
+    for (int i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    out[n] = 0;
+    nnk_msg_str_(m, out);
+}
+
+static void nnk_msg_shape_(nnk_msg_ *m, int32_t ndim, const int64_t *shape)
+{
+    nnk_msg_str_(m, "(");
+    for (int32_t i = 0; i < ndim; i++) {
+        if (i)
+            nnk_msg_str_(m, ", ");
+        nnk_msg_int_(m, shape[i]);
+    }
+    nnk_msg_str_(m, ndim == 1 ? ",)" : ")");
+}
+
+/* Builds *p for `nin` tensor inputs and `nout` outputs (views[0..nin+nout)).
+ * reduced[k] is nonzero for outputs (k >= nin) with the reduced shape.
+ * axes == NULL reduces every axis (reductions); is_reduction == 0 ignores
+ * axes.  Scalars are left to the caller.  On error returns NNK_PLAN_E* and
+ * writes a message into err (may be NULL). */
+static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views,
+                          const uint8_t *reduced, int32_t is_reduction, int32_t naxes, const int32_t *axes,
+                          char *err, unsigned long errlen)
+{
+    nnk_msg_ m = {err, errlen, 0};
+    if (err && errlen)
+        err[0] = 0;
+    int32_t nops = nin + nout;
+    if (nops > NNK_MAX_TENSORS || nin < 0 || nout < 0) {
+        nnk_msg_str_(&m, "too many tensor operands");
+        return NNK_PLAN_EARGS;
+    }
+    for (int32_t k = 0; k < nops; k++) {
+        if (!views[k] || views[k]->ndim < 0 || (views[k]->ndim > 0 && (!views[k]->shape || !views[k]->strides))) {
+            nnk_msg_str_(&m, "operand ");
+            nnk_msg_int_(&m, k);
+            nnk_msg_str_(&m, " is not a valid array view");
+            return NNK_PLAN_EARGS;
+        }
+        if (views[k]->ndim > NNK_MAX_DIMS) {
+            nnk_msg_str_(&m, "arrays have at most ");
+            nnk_msg_int_(&m, NNK_MAX_DIMS);
+            nnk_msg_str_(&m, " dimensions");
+            return NNK_PLAN_ERANK;
+        }
+        for (int32_t d = 0; d < views[k]->ndim; d++) {
+            if (views[k]->shape[d] < 0) {
+                nnk_msg_str_(&m, "negative extent in operand ");
+                nnk_msg_int_(&m, k);
+                return NNK_PLAN_EARGS;
+            }
+        }
+    }
+
+    /* 1. The iteration shape: inputs and full-shape outputs broadcast. */
+    int32_t ndim = 0;
+    int64_t shape[NNK_MAX_DIMS];
+    for (int32_t k = 0; k < nops; k++)
+        if (!(k >= nin && reduced && reduced[k]) && views[k]->ndim > ndim)
+            ndim = views[k]->ndim;
+    for (int32_t d = 0; d < ndim; d++)
+        shape[d] = 1;
+    for (int32_t k = 0; k < nin; k++) {
+        const nnk_view *v = views[k];
+        for (int32_t d = 0; d < v->ndim; d++) {
+            int32_t id = ndim - v->ndim + d;
+            int64_t e = v->shape[d];
+            if (e == shape[id] || e == 1)
+                continue;
+            if (shape[id] == 1) {
+                shape[id] = e;
+                continue;
+            }
+            nnk_msg_str_(&m, "shapes do not broadcast: operand ");
+            nnk_msg_int_(&m, k);
+            nnk_msg_str_(&m, " has shape ");
+            nnk_msg_shape_(&m, v->ndim, v->shape);
+            nnk_msg_str_(&m, " where the others give ");
+            nnk_msg_shape_(&m, ndim, shape);
+            return NNK_PLAN_EBROADCAST;
+        }
+    }
+    if (nin == 0) {
+        /* No tensor input: the shape comes from the full-shape outputs. */
+        for (int32_t k = nin; k < nops; k++) {
+            if (reduced && reduced[k])
+                continue;
+            for (int32_t d = 0; d < views[k]->ndim; d++)
+                shape[ndim - views[k]->ndim + d] = views[k]->shape[d];
+            break;
+        }
+    }
+
+    /* 2. Reduction axes. */
+    uint8_t red[NNK_MAX_DIMS] = {0};
+    if (is_reduction) {
+        if (!axes) {
+            for (int32_t d = 0; d < ndim; d++)
+                red[d] = 1;
+        } else {
+            for (int32_t i = 0; i < naxes; i++) {
+                int32_t a = axes[i] < 0 ? axes[i] + ndim : axes[i];
+                if (a < 0 || a >= ndim || red[a]) {
+                    nnk_msg_str_(&m, a < 0 || a >= ndim ? "reduction axis " : "repeated reduction axis ");
+                    nnk_msg_int_(&m, axes[i]);
+                    if (a < 0 || a >= ndim) {
+                        nnk_msg_str_(&m, " is out of range for ");
+                        nnk_msg_int_(&m, ndim);
+                        nnk_msg_str_(&m, " dimensions");
+                    }
+                    return NNK_PLAN_EAXIS;
+                }
+                red[a] = 1;
+            }
+        }
+    }
+
+    /* 3. Strides of every operand in the iteration space. */
+    int64_t st[NNK_MAX_TENSORS + 1][NNK_MAX_DIMS];
+    for (int32_t k = 0; k < nops; k++) {
+        const nnk_view *v = views[k];
+        int is_red = k >= nin && reduced && reduced[k];
+        if (k >= nin && !is_red) {
+            int ok = v->ndim == ndim;
+            for (int32_t d = 0; ok && d < ndim; d++)
+                ok = v->shape[d] == shape[d];
+            if (!ok) {
+                nnk_msg_str_(&m, "output ");
+                nnk_msg_int_(&m, k - nin);
+                nnk_msg_str_(&m, " has shape ");
+                nnk_msg_shape_(&m, v->ndim, v->shape);
+                nnk_msg_str_(&m, " but the result has shape ");
+                nnk_msg_shape_(&m, ndim, shape);
+                return NNK_PLAN_EOUTPUT;
+            }
+        }
+        if (is_red) {
+            int32_t nkeep = 0;
+            for (int32_t d = 0; d < ndim; d++)
+                nkeep += !red[d];
+            int keepdims = v->ndim == ndim && ndim != nkeep;
+            int ok = v->ndim == (keepdims ? ndim : nkeep);
+            int32_t j = 0;
+            for (int32_t d = 0; ok && d < ndim; d++) {
+                if (red[d]) {
+                    if (keepdims)
+                        ok = v->shape[j] == 1, st[k][d] = 0, j++;
+                    else
+                        st[k][d] = 0;
+                } else {
+                    ok = v->shape[j] == shape[d];
+                    st[k][d] = v->strides[j];
+                    j++;
+                }
+            }
+            if (!ok) {
+                nnk_msg_str_(&m, "reduced output ");
+                nnk_msg_int_(&m, k - nin);
+                nnk_msg_str_(&m, " has shape ");
+                nnk_msg_shape_(&m, v->ndim, v->shape);
+                nnk_msg_str_(&m, ", which is not the reduced shape of ");
+                nnk_msg_shape_(&m, ndim, shape);
+                return NNK_PLAN_EOUTPUT;
+            }
+            continue;
+        }
+        for (int32_t d = 0; d < ndim; d++) {
+            int32_t vd = d - (ndim - v->ndim);
+            st[k][d] = vd < 0 || v->shape[vd] == 1 ? 0 : v->strides[vd];
+        }
+    }
+    /* the idx operand: row-major strides of the iteration space */
+    {
+        int64_t s = 1;
+        for (int32_t d = ndim - 1; d >= 0; d--) {
+            st[nops][d] = shape[d] == 1 ? 0 : s;
+            s *= shape[d];
+        }
+    }
+
+    /* 4. Kept axes first, reduced axes last, each group in order; extents
+     * of 1 contribute nothing and are dropped. */
+    int32_t order[NNK_MAX_DIMS], n = 0, nred = 0;
+    for (int32_t pass = 0; pass < 2; pass++)
+        for (int32_t d = 0; d < ndim; d++)
+            if (red[d] == pass && shape[d] != 1)
+                order[n++] = d, nred += pass;
+
+    /* 5. Merge an axis into the plan axis before it (same group) when that
+     * one steps exactly over it for every operand. */
+    p->abi = NNK_ABI_VERSION;
+    p->nops = nops;
+    int32_t out = 0, outred = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t d = order[i];
+        int is_red = i >= n - nred;
+        if (out > 0 && (outred > 0) == is_red) {
+            int32_t q = out - 1;
+            int can = 1;
+            for (int32_t k = 0; can && k <= nops; k++)
+                can = p->strides[k][q] == st[k][d] * shape[d];
+            if (can) {
+                p->shape[q] *= shape[d];
+                for (int32_t k = 0; k <= nops; k++)
+                    p->strides[k][q] = st[k][d];
+                continue;
+            }
+        }
+        p->shape[out] = shape[d];
+        for (int32_t k = 0; k <= nops; k++)
+            p->strides[k][out] = st[k][d];
+        out++;
+        outred += is_red;
+    }
+    p->ndim = out;
+    p->nred = outred;
+    p->nkept = 1;
+    p->nreduced = 1;
+    for (int32_t d = 0; d < out; d++) {
+        if (d < out - outred)
+            p->nkept *= p->shape[d];
+        else
+            p->nreduced *= p->shape[d];
+    }
+    for (int32_t k = 0; k < nops; k++)
+        p->data[k] = (char *)views[k]->data;
+    return NNK_PLAN_OK;
+}
