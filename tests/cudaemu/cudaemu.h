@@ -3,7 +3,7 @@
 // A generated .cu file is compiled as C++ by the host compiler with this
 // header force-included and tests/cudaemu/include on the include path:
 //
-//   g++ -std=gnu++17 -I tests/cudaemu/include -I tests/cudaemu \
+//   g++ -std=gnu++17 -I tests/cudaemu/include -I tests/cudaemu
 //       -include tests/cudaemu/cudaemu.h -x c++ k.cu ... tests/cudaemu/cudaemu.cc -pthread
 //
 // It provides exactly the primitive set documented in docs/cuda-backend.md
@@ -99,7 +99,8 @@ inline dim3 grid_dim() noexcept { return dim3(tl_builtins.grid_dim); }
 // Runtime entry points (cudaemu.cc).  They are out of line on purpose: a
 // call the compiler cannot see through is what makes it reload shared and
 // global memory after a fiber switch.
-void syncthreads(CUDAEMU_SITE_PARAMS);
+// `site` (from __COUNTER__) tells two __syncthreads() on one line apart.
+void syncthreads(CUDAEMU_SITE_PARAMS, int site);
 enum WarpOp : int {
 	op_shfl_idx, op_shfl_up, op_shfl_down, op_shfl_xor,
 	op_ballot, op_any, op_all, op_syncwarp
@@ -107,8 +108,8 @@ enum WarpOp : int {
 std::uint64_t warp_op(CUDAEMU_SITE_PARAMS, WarpOp op, int type, unsigned mask,
                       std::uint64_t value, int arg, int width);
 unsigned activemask() noexcept;
-[[noreturn]] void fail_misaligned(CUDAEMU_SITE_PARAMS, const void *p, std::size_t align,
-                                  const char *type);
+// Abandons the block (never returns) when called inside a kernel.
+void fail_misaligned(CUDAEMU_SITE_PARAMS, const void *p, std::size_t align, const char *type);
 
 } // namespace detail
 } // namespace cudaemu
@@ -131,7 +132,7 @@ extern thread_local unsigned char nnk_smem[];
 
 // ---------------------------------------------------------------------------
 // Barriers and fences.
-#define __syncthreads() ::cudaemu::detail::syncthreads(CUDAEMU_SITE)
+#define __syncthreads() ::cudaemu::detail::syncthreads(CUDAEMU_SITE, __COUNTER__)
 // Blocks of a launch may run on different OS threads: a device-wide fence
 // is a real fence; within a block all threads share one OS thread.
 #define __threadfence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
@@ -584,7 +585,7 @@ int launch_named(const char *name, void (*kernel)(P...), dim3 grid, dim3 block,
 template <class... P, class... A>
 int launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, A &&...args) noexcept
 {
-	return launch_named<P...>(nullptr, kernel, grid, block, shmem, std::forward<A>(args)...);
+	return launch_named(nullptr, kernel, grid, block, shmem, std::forward<A>(args)...);
 }
 
 } // namespace cudaemu

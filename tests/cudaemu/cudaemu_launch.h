@@ -51,8 +51,8 @@ int cudaemu_launch_thunk(const char *name, void (*thunk)(void *arg), void *arg,
  * it and params_size is its sizeof.  params_size must be 0 (a kernel
  * without parameters) or larger than 16: the x86-64 System V ABI passes
  * such a struct in memory whatever its fields are, which lets the layer
- * forward the bytes without knowing the type (up to 4096 bytes, alignment
- * up to 16).  Other sizes return CUDAEMU_INVALID_VALUE; use
+ * forward the bytes without knowing the type (up to 32764 bytes, CUDA's
+ * own limit; alignment up to 16).  Other sizes return CUDAEMU_INVALID_VALUE; use
  * cudaemu_launch_thunk for them. */
 int cudaemu_launch_kernel(const char *name, cudaemu_kernel_fn fn,
                           unsigned gx, unsigned gy, unsigned gz,
