@@ -103,7 +103,7 @@ enum { NNK_KIND_ELEMENTWISE = 0, NNK_KIND_REDUCTION = 1 };
  *   red_partial(plan, phase, o, r0, r1, finals, state): accumulates the
  *       reducers of `phase` (1-based) for output o over the reduced flat
  *       range [r0, r1) into *state (state_size[phase-1] bytes);
- *   red_merge(phase, acc, other): acc = acc followed by other (ranges in order);
+ *   red_merge(plan, phase, acc, other): acc = acc followed by other (ranges in order);
  *   red_final(plan, phase, o, state, finals): finishes the phase into finals;
  *   red_epilogue(plan, o, r0, r1, finals): writes the tensor outputs for the
  *       reduced range [r0, r1) of o, and the reduced-shape outputs when r0 == 0.
@@ -123,7 +123,7 @@ typedef struct nnk_kernel_desc {
     int32_t finals_size;
     const int32_t *state_size;
     void (*red_partial)(const nnk_plan *p, int32_t phase, int64_t o, int64_t r0, int64_t r1, const void *finals, void *state);
-    void (*red_merge)(int32_t phase, void *acc, const void *other);
+    void (*red_merge)(const nnk_plan *p, int32_t phase, void *acc, const void *other);
     void (*red_final)(const nnk_plan *p, int32_t phase, int64_t o, const void *state, void *finals);
     void (*red_epilogue)(const nnk_plan *p, int64_t o, int64_t r0, int64_t r1, const void *finals);
     int32_t argmax_empty_error; /* the kernel has argmax/argmin: an empty slice is an error */
