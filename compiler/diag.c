@@ -18,6 +18,8 @@ static bool same_diag(const Diag *d, DiagLevel level, bool has_range, Range r, c
 
 static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const char *fmt, va_list ap)
 {
+    if (level == DIAG_ERROR || (level == DIAG_WARNING && c->opt.werror))
+        c->error_events++; /* counted even when deduplicated or capped */
     if (level == DIAG_NOTE) {
         if (c->suppress)
             return;

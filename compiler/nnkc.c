@@ -1,41 +1,73 @@
 /* nnkc.c - the compiler driver.  Conventions of cc, nvcc and ispc: one
  * input file per output, -o names it ("-" is stdout), diagnostics on
- * stderr, exit 0 on success, 1 on errors in the input, 2 on bad usage. */
+ * stderr, exit 0 on success, 1 on errors in the input, 2 on bad usage.
+ * Outputs are deterministic: the same input and flags give the same bytes. */
 #include "nnkc.h"
 
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-typedef enum { MODE_CHECK, MODE_EMIT_AST } Mode;
+extern char **environ;
+
+typedef enum {
+    MODE_NONE, MODE_CHECK, MODE_AST, MODE_IR, MODE_SOURCE, MODE_HEADER, MODE_OBJECT
+} Mode;
 
 typedef struct Args {
     Mode mode;
-    bool mode_set;
+    NnkcTarget target;
     const char *output;
+    const char *header;      /* -H */
+    bool depfile;            /* -MD */
+    const char *dep_path;    /* -MF */
+    const char *dep_target;  /* -MT */
+    bool dep_phony;          /* -MP */
+    const char *cuda_archs;
+    bool no_cuda;
     List inputs;
     Options opt;
-    int color; /* -1 auto, 0 never, 1 always */
+    int color;               /* -1 auto, 0 never, 1 always */
 } Args;
 
 static const char usage_text[] =
     "usage: nnkc [options] FILE.nnk...\n"
     "\n"
-    "Modes:\n"
-    "  --check              check the files, print diagnostics only\n"
-    "  --emit=ast           print the checked syntax tree with resolved types\n"
+    "What to do (one of):\n"
+    "  --check              check the files; diagnostics only\n"
+    "  -S                   write source code: --target=c (default) or --target=cuda\n"
+    "  -c                   write an object file (compiled with the C compiler configure found)\n"
+    "  --emit-header        write the C header declaring the kernels' entry points\n"
+    "  --emit=KIND          write a dump: ast (checked tree with types), ir, c, cuda, header\n"
     "\n"
     "Options:\n"
-    "  -o FILE              write the output to FILE ('-' for stdout)\n"
-    "  -I DIR               search DIR for imported files (after the importing file's directory)\n"
-    "  -T T1,T2,...         instantiate generic kernels for these types\n"
+    "  -o FILE              output file ('-' for stdout); default: the input with the output's suffix\n"
+    "  -H FILE              with -c, also write the header to FILE\n"
+    "  --target=c|cuda      the language of -S\n"
+    "  -I DIR               search DIR for imports (after the importing file's directory)\n"
+    "  -T T1,T2,...         instantiate generic kernels for these types (e.g. -T f32,f16)\n"
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
+    "  -MD                  write a make depfile listing the imports (default name: output with .d)\n"
+    "  -MF FILE             the depfile's name\n"
+    "  -MT TARGET           the depfile's target (default: the output)\n"
+    "  -MP                  add a phony target for every import\n"
+    "  --cuda-arch=LIST     GPU architectures of fat objects (default " NNK_DEFAULT_CUDA_ARCHS ")\n"
+    "  --no-cuda            CPU code only\n"
     "  -Werror              treat warnings as errors\n"
     "  -Wconversion         warn about implicit conversions that may change a value\n"
     "  -w                   suppress all warnings\n"
-    "  --color=WHEN         colour diagnostics: auto (default; not with NO_COLOR), always, never\n"
+    "  --color=WHEN         colour diagnostics: auto (default; off with NO_COLOR), always, never\n"
     "  --version            print the version and exit\n"
-    "  --help               print this help and exit\n";
+    "  --help               print this help and exit\n"
+    "\n"
+    "Exit status: 0 on success, 1 on errors in the input, 2 on bad usage.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -45,7 +77,7 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-static bool parse_types(Arena *a, Options *o, const char *list)
+static bool parse_types(Options *o, const char *list)
 {
     const char *p = list;
     while (*p) {
@@ -63,70 +95,120 @@ static bool parse_types(Arena *a, Options *o, const char *list)
         if (*p == ',')
             p++;
     }
-    (void)a;
     return o->ntypes > 0;
 }
 
-/* Returns 0 when the arguments are good, else the exit status. */
-static int parse_args(Arena *a, int argc, char **argv, Args *args)
+static int set_mode(Args *a, Mode m, const char *flag)
 {
-    args->color = -1;
-    args->opt.opt_level = 2;
+    if (a->mode != MODE_NONE && a->mode != m)
+        return usage_error("%s conflicts with another mode option", flag);
+    a->mode = m;
+    return 0;
+}
+
+/* Returns 0 when the arguments are good, else the exit status. */
+static int parse_args(Arena *ar, int argc, char **argv, Args *a)
+{
+    a->color = -1;
+    a->opt.opt_level = 2;
+    a->cuda_archs = NNK_DEFAULT_CUDA_ARCHS;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
-        const char *val = NULL;
-#define VALUE(flag)                                                        \
-    (strcmp(s, flag) == 0 ? (i + 1 < argc ? (val = argv[++i]) : NULL)      \
-                          : (strncmp(s, flag, strlen(flag)) == 0 ? (val = s + strlen(flag)) : NULL))
+        int rc = 0;
+        /* an option's value: attached (-Ifoo, --x=foo) or the next argument */
+#define NEXT_VALUE(flag) (s[strlen(flag)] ? s + strlen(flag) : (i + 1 < argc ? argv[++i] : NULL))
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             fputs(usage_text, stdout);
             exit(0);
         } else if (strcmp(s, "--version") == 0) {
             printf("nnkc %s\n", NNKC_VERSION);
             exit(0);
-        } else if (strcmp(s, "--check") == 0 || strcmp(s, "--emit=ast") == 0) {
-            Mode m = strcmp(s, "--check") == 0 ? MODE_CHECK : MODE_EMIT_AST;
-            if (args->mode_set && args->mode != m)
-                return usage_error("conflicting modes (%s)", s);
-            args->mode = m;
-            args->mode_set = true;
+        } else if (strcmp(s, "--check") == 0) {
+            rc = set_mode(a, MODE_CHECK, s);
+        } else if (strcmp(s, "-S") == 0) {
+            rc = set_mode(a, MODE_SOURCE, s);
+        } else if (strcmp(s, "-c") == 0) {
+            rc = set_mode(a, MODE_OBJECT, s);
+        } else if (strcmp(s, "--emit-header") == 0) {
+            rc = set_mode(a, MODE_HEADER, s);
         } else if (strncmp(s, "--emit=", 7) == 0) {
-            return usage_error("unknown --emit kind '%s' (known: ast)", s + 7);
-        } else if (strcmp(s, "-o") == 0) {
+            const char *k = s + 7;
+            if (strcmp(k, "ast") == 0)
+                rc = set_mode(a, MODE_AST, s);
+            else if (strcmp(k, "ir") == 0)
+                rc = set_mode(a, MODE_IR, s);
+            else if (strcmp(k, "c") == 0 || strcmp(k, "cuda") == 0)
+                rc = set_mode(a, MODE_SOURCE, s), a->target = k[1] ? NNKC_TARGET_CUDA : NNKC_TARGET_C;
+            else if (strcmp(k, "header") == 0)
+                rc = set_mode(a, MODE_HEADER, s);
+            else
+                return usage_error("unknown --emit kind '%s' (known: ast, ir, c, cuda, header)", k);
+        } else if (strncmp(s, "--target=", 9) == 0) {
+            if (strcmp(s + 9, "c") == 0)
+                a->target = NNKC_TARGET_C;
+            else if (strcmp(s + 9, "cuda") == 0)
+                a->target = NNKC_TARGET_CUDA;
+            else
+                return usage_error("unknown target '%s' (known: c, cuda)", s + 9);
+        } else if (strcmp(s, "-o") == 0 || strcmp(s, "-H") == 0 || strcmp(s, "-MF") == 0 || strcmp(s, "-MT") == 0) {
             if (i + 1 >= argc)
-                return usage_error("%s needs a file name", s);
-            args->output = argv[++i];
+                return usage_error("%s needs a value", s);
+            const char *v = argv[++i];
+            if (s[1] == 'o')
+                a->output = v;
+            else if (s[1] == 'H')
+                a->header = v;
+            else if (s[2] == 'F')
+                a->dep_path = v;
+            else
+                a->dep_target = v;
+        } else if (strcmp(s, "-MD") == 0) {
+            a->depfile = true;
+        } else if (strcmp(s, "-MP") == 0) {
+            a->dep_phony = true;
         } else if (strncmp(s, "-I", 2) == 0) {
-            if (!VALUE("-I") || !*val)
+            const char *v = NEXT_VALUE("-I");
+            if (!v || !*v)
                 return usage_error("%s needs a directory", "-I");
-            list_push(a, &args->opt.include_dirs, (void *)val);
+            list_push(ar, &a->opt.include_dirs, (void *)v);
         } else if (strncmp(s, "-T", 2) == 0) {
-            if (!VALUE("-T") || !parse_types(a, &args->opt, val))
-                return usage_error("-T needs a comma-separated list of types (bool i8 ... f64), got '%s'", val ? val : "");
+            const char *v = NEXT_VALUE("-T");
+            if (!v || !parse_types(&a->opt, v))
+                return usage_error("-T needs a comma-separated list of types (bool i8 ... f64), got '%s'", v ? v : "");
         } else if (strlen(s) == 3 && strncmp(s, "-O", 2) == 0 && s[2] >= '0' && s[2] <= '3') {
-            args->opt.opt_level = s[2] - '0';
+            a->opt.opt_level = s[2] - '0';
         } else if (strcmp(s, "-Werror") == 0) {
-            args->opt.werror = true;
+            a->opt.werror = true;
         } else if (strcmp(s, "-Wconversion") == 0) {
-            args->opt.wconversion = true;
+            a->opt.wconversion = true;
         } else if (strcmp(s, "-w") == 0) {
-            args->opt.no_warnings = true;
+            a->opt.no_warnings = true;
+        } else if (strncmp(s, "--cuda-arch=", 12) == 0) {
+            a->cuda_archs = s + 12;
+        } else if (strcmp(s, "--no-cuda") == 0) {
+            a->no_cuda = true;
         } else if (strncmp(s, "--color=", 8) == 0) {
             const char *w = s + 8;
-            args->color = strcmp(w, "always") == 0 ? 1 : strcmp(w, "never") == 0 ? 0 : strcmp(w, "auto") == 0 ? -1 : -2;
-            if (args->color == -2)
+            a->color = strcmp(w, "always") == 0 ? 1 : strcmp(w, "never") == 0 ? 0 : strcmp(w, "auto") == 0 ? -1 : -2;
+            if (a->color == -2)
                 return usage_error("--color takes auto, always or never, not '%s'", w);
-        } else if (s[0] == '-' && s[1]) {
+        } else if (strcmp(s, "-") != 0 && s[0] == '-' && s[1]) {
             return usage_error("unknown option '%s'", s);
         } else {
-            list_push(a, &args->inputs, (void *)s);
+            list_push(ar, &a->inputs, (void *)s);
         }
-#undef VALUE
+        if (rc)
+            return rc;
+#undef NEXT_VALUE
     }
-    if (args->inputs.n == 0)
+    if (a->mode == MODE_NONE)
+        return usage_error("%s", "nothing to do: give --check, -S, -c, --emit-header or --emit=KIND");
+    if (a->inputs.n == 0)
         return usage_error("%s", "no input files");
-    if (args->output && args->inputs.n > 1)
-        return usage_error("%s", "-o with more than one input file");
+    if ((a->output || a->header || a->dep_path) && a->inputs.n > 1)
+        return usage_error("%s", "-o, -H and -MF take one input file");
+    if (a->header && a->mode != MODE_OBJECT)
+        return usage_error("%s", "-H goes with -c");
     return 0;
 }
 
@@ -139,60 +221,246 @@ static bool want_color(int setting)
     return isatty(2) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
 }
 
-static FILE *open_output(const char *path)
+/* input.nnk -> input<suffix> in the current directory, like cc -c. */
+static char *default_output(Arena *ar, const char *input, const char *suffix)
 {
-    if (!path || strcmp(path, "-") == 0)
-        return stdout;
-    return fopen(path, "wb");
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    const char *dot = strrchr(base, '.');
+    size_t n = dot ? (size_t)(dot - base) : strlen(base);
+    return arena_printf(ar, "%.*s%s", (int)n, base, suffix);
 }
 
-static int compile_one(const Args *args, const char *path)
+/* Writes atomically: a temp file renamed over the target, so a failed run
+ * never leaves a truncated output that make would consider up to date. */
+static bool write_file(const char *path, const char *data, size_t len)
 {
+    if (strcmp(path, "-") == 0)
+        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return false;
+    snprintf(tmp, n + 16, "%s.tmp%ld", path, (long)getpid());
+    FILE *fp = fopen(tmp, "wb");
+    bool ok = fp && fwrite(data, 1, len, fp) == len;
+    if (fp)
+        ok &= fclose(fp) == 0;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        fprintf(stderr, "nnkc: error: cannot write '%s': %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return ok;
+}
+
+/* Splits a command line on blanks (NNK_CC may be "ccache gcc"). */
+static int split_words(Arena *ar, const char *s, char **out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s)
+            break;
+        const char *e = s;
+        while (*e && *e != ' ' && *e != '\t')
+            e++;
+        out[n++] = arena_strndup(ar, s, (size_t)(e - s));
+        s = e;
+    }
+    return n;
+}
+
+/* Compiles C source into an object with the configured C compiler, the
+ * source on stdin so no temporary name leaks into the object. */
+static bool compile_object(Arena *ar, const char *csrc, size_t len, const char *out, int opt_level)
+{
+    const char *cc = getenv("NNK_CC");
+    if (!cc || !*cc)
+        cc = NNK_DEFAULT_CC;
+    char *argv[96];
+    int n = split_words(ar, cc, argv, 32);
+    n += split_words(ar, nnkc_c_flags(opt_level), argv + n, 32);
+    const char *tail[] = {"-fPIC", "-c", "-x", "c", "-", "-o", out};
+    for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+        argv[n++] = (char *)tail[i];
+    argv[n] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[0]);
+    if (rc != 0) {
+        close(fds[1]);
+        fprintf(stderr, "nnkc: error: cannot run the C compiler '%s': %s (set NNK_CC)\n", argv[0], strerror(rc));
+        return false;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fds[1], csrc + off, len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(fds[1]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || off < len) {
+        fprintf(stderr, "nnkc: error: the C compiler '%s' failed on the generated code (this is a bug in nnkc)\n", argv[0]);
+        return false;
+    }
+    return true;
+}
+
+/* make syntax: spaces and '#' escaped, '$' doubled. */
+static void dep_escape(Buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == ' ' || *s == '#' || *s == '\\')
+            buf_put(b, "\\", 1);
+        if (*s == '$')
+            buf_put(b, "$", 1);
+        buf_put(b, s, 1);
+    }
+}
+
+static bool write_depfile(Compiler *c, const Args *a, const char *input, const char *output, Arena *ar)
+{
+    const char *path = a->dep_path;
+    if (!path) {
+        const char *o = output && strcmp(output, "-") != 0 ? output : default_output(ar, input, ".o");
+        const char *dot = strrchr(o, '.');
+        const char *slash = strrchr(o, '/');
+        size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - o) : strlen(o);
+        path = arena_printf(ar, "%.*s.d", (int)n, o);
+    }
+    Buf b = {0};
+    dep_escape(&b, a->dep_target ? a->dep_target : (output ? output : "-"));
+    if (a->header && !a->dep_target) {
+        buf_puts(&b, " ");
+        dep_escape(&b, a->header);
+    }
+    buf_puts(&b, ":");
+    buf_puts(&b, " ");
+    dep_escape(&b, input);
+    for (int i = 0; i < c->imports.n; i++) {
+        buf_puts(&b, " \\\n ");
+        dep_escape(&b, ((SourceFile *)c->imports.items[i])->path);
+    }
+    buf_puts(&b, "\n");
+    if (a->dep_phony) {
+        for (int i = 0; i < c->imports.n; i++) {
+            buf_puts(&b, "\n");
+            dep_escape(&b, ((SourceFile *)c->imports.items[i])->path);
+            buf_puts(&b, ":\n");
+        }
+    }
+    bool ok = write_file(path, b.data, b.len);
+    buf_free(&b);
+    return ok;
+}
+
+static int compile_one(const Args *a, const char *path)
+{
+    Arena *ar = arena_new();
     Compiler *c = nnkc_new();
-    c->opt = args->opt;
+    c->opt = a->opt;
     jmp_buf jb;
     int status = 0;
     if (setjmp(jb) == 0) {
         nnkc_enter(c, &jb);
         /* Checking goes on after errors, so one run reports them all. */
-        if (sema_load(c, path, NULL, 0) || c->items.n)
+        sema_load(c, path, NULL, 0);
+        if (c->files.n)
             sema_instantiate_all(c);
-        if (c->nerrors == 0 && args->mode == MODE_EMIT_AST) {
-            Buf out = {0};
-            ast_dump(c, &out);
-            FILE *fp = open_output(args->output);
-            if (!fp || fwrite(out.data ? out.data : "", 1, out.len, fp) != out.len) {
-                fprintf(stderr, "nnkc: error: cannot write '%s'\n", args->output);
-                status = 1;
+        if (c->nerrors == 0 && a->mode != MODE_CHECK) {
+            for (int i = 0; i < c->instances.n; i++)
+                lower_instance(c, c->instances.items[i]);
+            EmitOptions eo = {.source_name = path, .symbol_suffix = ""};
+            Buf out = {0}, hdr = {0};
+            const char *dest = a->output;
+            switch (a->mode) {
+            case MODE_AST:
+                ast_dump(c, &out);
+                dest = dest ? dest : "-";
+                break;
+            case MODE_IR:
+                for (int i = 0; i < c->instances.n; i++)
+                    ir_dump(((Instance *)c->instances.items[i])->ir, &out);
+                dest = dest ? dest : "-";
+                break;
+            case MODE_SOURCE:
+                if (a->target == NNKC_TARGET_CUDA) {
+                    diag_error_plain(c, "--target=cuda is not available in this build yet");
+                    break;
+                }
+                emit_c_file(c, &c->instances, &eo, &out);
+                dest = dest ? dest : default_output(ar, path, ".c");
+                break;
+            case MODE_HEADER:
+                emit_header(c, &c->instances, &eo, &out);
+                dest = dest ? dest : default_output(ar, path, ".h");
+                break;
+            case MODE_OBJECT:
+                emit_c_file(c, &c->instances, &eo, &out);
+                if (a->header)
+                    emit_header(c, &c->instances, &eo, &hdr);
+                dest = dest ? dest : default_output(ar, path, ".o");
+                break;
+            default:
+                break;
             }
-            if (fp && fp != stdout)
-                fclose(fp);
+            if (c->nerrors == 0) {
+                bool ok;
+                if (a->mode == MODE_OBJECT) {
+                    ok = compile_object(ar, out.data ? out.data : "", out.len, dest, a->opt.opt_level);
+                    if (ok && a->header)
+                        ok = write_file(a->header, hdr.data ? hdr.data : "", hdr.len);
+                } else {
+                    ok = write_file(dest, out.data ? out.data : "", out.len);
+                }
+                if (ok && a->depfile)
+                    ok = write_depfile(c, a, path, dest, ar);
+                if (!ok)
+                    status = 1;
+            }
             buf_free(&out);
+            buf_free(&hdr);
         }
     } else {
         status = 1;
     }
     nnkc_leave(c);
     Buf diags = {0};
-    diag_render(c, &diags, want_color(args->color));
+    diag_render(c, &diags, want_color(a->color));
     if (diags.len)
         fwrite(diags.data, 1, diags.len, stderr);
     buf_free(&diags);
     if (c->nerrors)
         status = 1;
     nnkc_free(c);
+    arena_free(ar);
     return status;
 }
 
 int main(int argc, char **argv)
 {
-    Arena *a = arena_new();
+    Arena *ar = arena_new();
     Args args = {0};
-    int rc = parse_args(a, argc, argv, &args);
+    int rc = parse_args(ar, argc, argv, &args);
     if (rc == 0) {
         for (int i = 0; i < args.inputs.n; i++)
             rc |= compile_one(&args, args.inputs.items[i]);
     }
-    arena_free(a);
+    arena_free(ar);
     return rc;
 }

@@ -134,7 +134,7 @@ const char *diag_suggest(const char *name, const char *const *cands, int n);
 /* ===================================================================== */
 
 typedef enum {
-#define TYPE(id, name, cls, bits, cs, cc, us, uc) T_##id,
+#define TYPE(id, name, cls, bits, cs, cc) T_##id,
 #include "types.def"
 #undef TYPE
     T_NSCALAR,
@@ -154,7 +154,7 @@ typedef struct TypeInfo {
     const char *name;
     TypeClass cls;
     int bits;
-    const char *c_storage, *c_compute, *cuda_storage, *cuda_compute;
+    const char *storage, *compute; /* C types in generated code */
 } TypeInfo;
 
 extern const TypeInfo type_info[T_NSCALAR];
@@ -485,11 +485,58 @@ typedef struct IrKernel {
     IrOutput *outs;
     int nouts;
     int nloads;      /* tensor parameters (operands 0..nloads-1; outputs follow) */
+    int nscalars;    /* scalar parameters (nnk_plan.scalars order) */
     void *cse;       /* hash table, lower.c */
 } IrKernel;
 
 IrKernel *lower_instance(Compiler *c, Instance *in);
+void ir_count_uses(IrKernel *k);
+/* Marks in `need` (nnodes bytes) every node the roots reach, not crossing
+ * reducer nodes (their values come from the reducer's own pass) and not
+ * reaching below `min_level` (those are computed in an outer loop). */
+void ir_mark(const IrKernel *k, const int32_t *roots, int nroots, int min_level, uint8_t *need);
 void ir_dump(const IrKernel *k, Buf *out); /* --emit=ir */
+
+/* ===================================================================== */
+/* emit.c: IR nodes as C-family expressions (shared by both emitters)     */
+/* ===================================================================== */
+
+/* How the loop around an expression names things. */
+typedef struct EmitAccess {
+    const IrKernel *k;
+    /* Writes the storage element of tensor operand `op` (a C lvalue). */
+    void (*operand)(const struct EmitAccess *ac, int op, Buf *out);
+    const char *idx;      /* the flat index, an int64_t expression */
+    const char *n;        /* the reduced element count */
+    const char *red_fmt;  /* printf format of reducer #%d's value */
+    const void *user;
+} EmitAccess;
+
+const char *type_suffix(Type t); /* helper suffix: the compute type's name */
+const char *ctype(Type t);       /* compute C type */
+const char *stype(Type t);       /* storage C type */
+void emit_literal(Value v, Type t, Buf *out);
+void emit_convert(Type from, Type to, const char *v, Buf *out);
+void emit_load(Type storage, Type logical, const char *v, Buf *out);
+void emit_store(Type logical, Type storage, const char *v, Buf *out);
+void emit_ref(const EmitAccess *ac, int id, Buf *out);
+void emit_expr(const EmitAccess *ac, int id, Buf *out);
+void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const char *indent, Buf *out);
+
+/* ===================================================================== */
+/* emit_c.c, emit_cuda.c, emit_header.c: whole files                      */
+/* ===================================================================== */
+
+typedef struct EmitOptions {
+    const char *source_name;  /* for the header comment */
+    const char *symbol_suffix;/* appended to descriptor names (JIT), or "" */
+    bool with_cuda;           /* fat object: descriptors name CUDA kernels */
+} EmitOptions;
+
+/* The C translation unit for `instances` (Instance* with ir lowered). */
+void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
+void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
+void emit_header(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
 
 /* ===================================================================== */
 /* template.c: the template engine; templates.c (generated) holds them    */
@@ -501,6 +548,16 @@ typedef struct NnkcTemplate {
 } NnkcTemplate;
 extern const NnkcTemplate nnkc_templates[];
 const char *template_get(const char *name);
+
+/* Template data: a dictionary of strings, booleans and lists of dictionaries. */
+typedef struct TDict TDict;
+TDict *tdict_new(Arena *a);
+void tset(TDict *d, const char *key, const char *value);
+void tsetf(TDict *d, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void tbool(TDict *d, const char *key, bool v);
+TDict *tpush(TDict *d, const char *key); /* appends an item to list `key` */
+void tlist(TDict *d, const char *key);   /* makes `key` an (empty) list */
+void template_render(const char *name, const TDict *data, Buf *out);
 
 /* ===================================================================== */
 /* api.c: libnnkc as a library, for the runtime's JIT and for tools        */
@@ -578,6 +635,7 @@ struct Compiler {
     List files;               /* SourceFile* */
     List diags;               /* Diag* */
     int nerrors, nwarnings;
+    int error_events;         /* every error reported, shown or not */
     int suppress;             /* >0 while errors are being deduplicated */
     const char *context_msg;  /* a note added after each error (instances) */
     Range context_range;

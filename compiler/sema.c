@@ -1033,7 +1033,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
     in->outs = arena_alloc(c->arena, sizeof(InstParam) * (size_t)(k->outputs.n + 1));
     in->values = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(k->outputs.n + 1));
 
-    int errs = c->nerrors;
+    int errs = c->error_events;
     if (k->generics.n) {
         c->context_msg = arena_printf(c->arena, "in instance '%s'", in->display);
         c->context_range = k->name_range;
@@ -1161,7 +1161,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         }
     }
     c->context_msg = NULL;
-    return c->nerrors > errs ? NULL : in;
+    return c->error_events > errs ? NULL : in;
 }
 
 Item *sema_find_kernel(Compiler *c, const char *name)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 const TypeInfo type_info[T_NSCALAR] = {
-#define TYPE(id, name, cls, bits, cs, cc, us, uc) {name, cls, bits, cs, cc, us, uc},
+#define TYPE(id, name, cls, bits, cs, cc) {name, cls, bits, cs, cc},
 #include "types.def"
 #undef TYPE
 };

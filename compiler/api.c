@@ -1,0 +1,219 @@
+/* api.c - libnnkc as a library: compile a source text once, then generate
+ * code for any instance of its kernels on demand.  The runtime's JIT uses
+ * it in-process; nnkc uses the same pipeline.  A module is not
+ * thread-safe: callers serialize calls on one module. */
+#include "nnkc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct NnkcModule {
+    Compiler *c;
+    bool ok;
+    char *diagnostics;       /* rendered, owned (malloc) */
+    NnkcKernelInfo *kernels;
+    int nkernels;
+};
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static void render_diags(NnkcModule *m, int from)
+{
+    Compiler *c = m->c;
+    /* Render only what arrived since `from`, by rendering a view. */
+    List all = c->diags;
+    c->diags.items = all.items + from;
+    c->diags.n = all.n - from;
+    Buf b = {0};
+    diag_render(c, &b, false);
+    c->diags = all;
+    free(m->diagnostics);
+    m->diagnostics = buf_detach(&b);
+}
+
+static void reflect(NnkcModule *m)
+{
+    Compiler *c = m->c;
+    m->nkernels = c->kernels.n;
+    m->kernels = arena_alloc(c->arena, sizeof(NnkcKernelInfo) * (size_t)(c->kernels.n + 1));
+    for (int i = 0; i < c->kernels.n; i++) {
+        Item *k = c->kernels.items[i];
+        NnkcKernelInfo *ki = &m->kernels[i];
+        ki->name = k->name;
+        ki->reduction = k->kind == I_REDUCTION;
+        ki->ngenerics = k->generics.n < NNKC_MAX_GENERICS ? k->generics.n : NNKC_MAX_GENERICS;
+        for (int g = 0; g < ki->ngenerics; g++) {
+            Generic *gen = k->generics.items[g];
+            ki->generic_names[g] = gen->name;
+            ki->generic_classes[g] = gen->cls;
+        }
+        ki->nparams = k->params.n;
+        ki->nouts = k->outputs.n;
+        ki->params = arena_alloc(c->arena, sizeof(NnkcParamInfo) * (size_t)(k->params.n + k->outputs.n + 1));
+        for (int p = 0; p < k->params.n + k->outputs.n; p++) {
+            bool out = p >= k->params.n;
+            Param *pa = out ? k->outputs.items[p - k->params.n] : k->params.items[p];
+            NnkcParamInfo *pi = &ki->params[p];
+            pi->name = pa->name;
+            pi->tensor = pa->ty.tensor;
+            pi->output = out;
+            pi->reduced = out && !pa->ty.tensor;
+            pi->typevar = -1;
+            pi->type = pa->ty.scalar;
+            for (int g = 0; g < ki->ngenerics && pa->ty.scalar == T_NONE; g++)
+                if (ki->generic_names[g] == pa->ty.name)
+                    pi->typevar = g;
+            if (pa->dflt && (pa->dflt->kind == E_INT || pa->dflt->kind == E_FLOAT || pa->dflt->kind == E_BOOL)) {
+                pi->has_default = true;
+                pi->dflt = pa->dflt->value;
+            } else if (pa->dflt) {
+                pi->has_default = true; /* an expression: the instance knows its value */
+                pi->dflt = value_int(T_WINT, 0);
+            }
+        }
+    }
+}
+
+NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, const NnkcModuleOptions *opt)
+{
+    NnkcModule *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->c = nnkc_new();
+    Compiler *c = m->c;
+    if (opt) {
+        for (const char *const *d = opt->include_dirs; d && *d; d++)
+            list_push(c->arena, &c->opt.include_dirs, (void *)arena_strdup(c->arena, *d));
+        c->opt.opt_level = opt->opt_level;
+    }
+    jmp_buf jb;
+    if (setjmp(jb) == 0) {
+        nnkc_enter(c, &jb);
+        sema_load(c, name ? name : "<string>", source ? source : "", source ? len : 0);
+        sema_instantiate_all(c); /* checks every kernel once */
+        reflect(m);
+    } else {
+        diag_error_plain(c, "internal compiler error (see stderr)");
+    }
+    nnkc_leave(c);
+    m->ok = c->nerrors == 0;
+    render_diags(m, 0);
+    return m;
+}
+
+bool nnkc_module_ok(const NnkcModule *m) { return m && m->ok; }
+const char *nnkc_module_diagnostics(const NnkcModule *m) { return m && m->diagnostics ? m->diagnostics : ""; }
+int nnkc_module_kernel_count(const NnkcModule *m) { return m ? m->nkernels : 0; }
+
+const NnkcKernelInfo *nnkc_module_kernel(const NnkcModule *m, int i)
+{
+    return m && i >= 0 && i < m->nkernels ? &m->kernels[i] : NULL;
+}
+
+const NnkcKernelInfo *nnkc_module_find(const NnkcModule *m, const char *name)
+{
+    for (int i = 0; m && name && i < m->nkernels; i++)
+        if (strcmp(m->kernels[i].name, name) == 0)
+            return &m->kernels[i];
+    return NULL;
+}
+
+char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage,
+                       NnkcTarget target, char **symbol, char **error)
+{
+    if (symbol)
+        *symbol = NULL;
+    if (error)
+        *error = NULL;
+    if (!m || !m->ok || !kernel) {
+        if (error)
+            *error = xstrdup(!m || !kernel ? "invalid arguments" : "the module has errors");
+        return NULL;
+    }
+    Compiler *const c = m->c;
+    Item *k = sema_find_kernel(c, kernel);
+    if (!k) {
+        if (error) {
+            Buf b = {0};
+            buf_printf(&b, "no kernel '%s' in the module", kernel);
+            *error = buf_detach(&b);
+        }
+        return NULL;
+    }
+    int from = c->diags.n;
+    int errs = c->nerrors, events = c->error_events;
+    char *src = NULL;
+    jmp_buf jb;
+    if (setjmp(jb) == 0) {
+        nnkc_enter(c, &jb);
+        for (int g = 0; g < k->generics.n; g++) {
+            Generic *gen = k->generics.items[g];
+            if (!targs || targs[g] >= T_NSCALAR) {
+                diag_error(c, gen->range, "no type given for '%s' of '%s'", gen->name, k->name);
+            } else if (!type_in_class(targs[g], gen->cls)) {
+                diag_error(c, gen->range, "'%s' of '%s' must be %s, not %s", gen->name, k->name, class_name(gen->cls),
+                           type_name(targs[g]));
+            }
+        }
+        Instance *in = c->error_events == events ? sema_instance(c, k, targs, storage) : NULL;
+        if (in) {
+            lower_instance(c, in);
+            List one = {0};
+            list_push(c->arena, &one, in);
+            Buf out = {0};
+            EmitOptions eo = {.source_name = "<jit>", .symbol_suffix = ""};
+            if (target == NNKC_TARGET_C)
+                emit_c_file(c, &one, &eo, &out);
+            else
+                diag_error_plain(c, "the CUDA target is not available in this build");
+            if (c->error_events == events) {
+                src = buf_detach(&out);
+                if (symbol) {
+                    Buf s = {0};
+                    buf_printf(&s, "%s__desc", in->name);
+                    *symbol = buf_detach(&s);
+                }
+            }
+            buf_free(&out);
+        }
+    } else {
+        diag_error_plain(c, "internal compiler error (see stderr)");
+    }
+    nnkc_leave(c);
+    if (!src && error) {
+        render_diags(m, from);
+        *error = xstrdup(m->diagnostics);
+    }
+    /* errors of one instance do not spoil the module for others */
+    c->nerrors = errs;
+    return src;
+}
+
+void nnkc_module_free(NnkcModule *m)
+{
+    if (!m)
+        return;
+    nnkc_free(m->c);
+    free(m->diagnostics);
+    free(m);
+}
+
+const char *nnkc_c_flags(int opt_level)
+{
+    /* No -ffast-math: results must match the language's IEEE semantics.
+     * -fno-math-errno lets sqrt and friends inline; contraction into fma
+     * stays off so the C and CUDA back ends round alike where they can. */
+    switch (opt_level) {
+    case 0: return "-std=c11 -O0 -fno-math-errno -ffp-contract=off";
+    case 1: return "-std=c11 -O1 -fno-math-errno -ffp-contract=off";
+    case 2: return "-std=c11 -O2 -ftree-vectorize -fno-math-errno -ffp-contract=off";
+    default: return "-std=c11 -O3 -fno-math-errno -ffp-contract=off";
+    }
+}

@@ -1,0 +1,457 @@
+/* lower.c - from the typed tree of an instance to its IR.
+ *
+ * The IR of an instance is an expression DAG in an array, operands before
+ * users, built by hash-consing: a node equal to an existing one is that
+ * node, which is common-subexpression elimination; nodes whose operands
+ * are constants fold at construction (fold.c, the back ends' semantics);
+ * only what the outputs reach is built, which is dead-code elimination.
+ * Each node records its level (constant, uniform, per reduced row, per
+ * element) and the highest reducer phase it depends on; the reducers are
+ * numbered into phases: a reducer whose argument uses another reducer's
+ * value runs in a later pass over the data (language.md §4).
+ */
+#include "nnkc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Slot {
+    IrNode key;
+    int32_t id;
+} Slot;
+
+typedef struct Cse {
+    Slot *slots;
+    int cap, n;
+} Cse;
+
+typedef struct Lower {
+    Compiler *c;
+    IrKernel *k;
+    Cse cse;
+    const Expr **memo_keys; /* typed node -> IR node, for shared lets */
+    int32_t *memo_vals;
+    int memo_cap, memo_n;
+    int *scalar_index;      /* parameter -> scalar slot */
+    int *tensor_index;      /* parameter -> operand */
+} Lower;
+
+static uint64_t node_hash(const IrNode *n)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *p = (const unsigned char *)n;
+    /* Hash the fields that define the value; `uses` is bookkeeping. */
+    for (size_t i = 0; i < offsetof(IrNode, uses); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static bool node_eq(const IrNode *a, const IrNode *b)
+{
+    return memcmp(a, b, offsetof(IrNode, uses)) == 0;
+}
+
+static int32_t push_node(Lower *L, IrNode n)
+{
+    IrKernel *k = L->k;
+    if (k->nnodes == k->cap) {
+        int cap = k->cap ? k->cap * 2 : 64;
+        IrNode *nodes = arena_alloc(L->c->arena, sizeof(IrNode) * (size_t)cap);
+        if (k->nnodes)
+            memcpy(nodes, k->nodes, sizeof(IrNode) * (size_t)k->nnodes);
+        k->nodes = nodes;
+        k->cap = cap;
+    }
+    k->nodes[k->nnodes] = n;
+    return k->nnodes++;
+}
+
+/* Interns a node: returns the existing equal node or appends it. */
+static int32_t intern_node(Lower *L, IrNode n)
+{
+    Cse *t = &L->cse;
+    if (2 * (t->n + 1) > t->cap) {
+        int cap = t->cap ? t->cap * 2 : 256;
+        Slot *slots = arena_alloc(L->c->arena, sizeof(Slot) * (size_t)cap);
+        for (int i = 0; i < cap; i++)
+            slots[i].id = -1;
+        for (int i = 0; i < t->cap; i++) {
+            if (t->slots[i].id < 0)
+                continue;
+            size_t j = node_hash(&t->slots[i].key) & (size_t)(cap - 1);
+            while (slots[j].id >= 0)
+                j = (j + 1) & (size_t)(cap - 1);
+            slots[j] = t->slots[i];
+        }
+        t->slots = slots;
+        t->cap = cap;
+    }
+    size_t j = node_hash(&n) & (size_t)(t->cap - 1);
+    while (t->slots[j].id >= 0) {
+        if (node_eq(&t->slots[j].key, &n))
+            return t->slots[j].id;
+        j = (j + 1) & (size_t)(t->cap - 1);
+    }
+    int32_t id = push_node(L, n);
+    t->slots[j].key = n;
+    t->slots[j].id = id;
+    t->n++;
+    return id;
+}
+
+static IrNode blank(IrOp op, Type t)
+{
+    IrNode n;
+    memset(&n, 0, sizeof n); /* padding too: nodes are compared bytewise */
+    n.op = (uint8_t)op;
+    n.type = (uint8_t)t;
+    n.a = n.b = n.c = -1;
+    return n;
+}
+
+static const IrNode *N(Lower *L, int32_t id) { return &L->k->nodes[id]; }
+
+/* Level and phase of a node from its operands. */
+static void derive(Lower *L, IrNode *n)
+{
+    int32_t ops[3] = {n->a, n->b, n->c};
+    for (int i = 0; i < 3; i++) {
+        if (ops[i] < 0)
+            continue;
+        const IrNode *o = N(L, ops[i]);
+        if (o->level > n->level)
+            n->level = o->level;
+        if (o->phase > n->phase)
+            n->phase = o->phase;
+    }
+}
+
+static int32_t ir_const(Lower *L, Value v)
+{
+    IrNode n = blank(IR_CONST, type_concrete(v.type));
+    n.value = value_cast(v, (Type)n.type);
+    n.value.type = (Type)n.type;
+    n.level = L_CONST;
+    return intern_node(L, n);
+}
+
+static bool is_const_node(Lower *L, int32_t id, Value *v)
+{
+    const IrNode *n = N(L, id);
+    if (n->op != IR_CONST)
+        return false;
+    if (v)
+        *v = n->value;
+    return true;
+}
+
+static bool const_is(Lower *L, int32_t id, double x)
+{
+    Value v;
+    return is_const_node(L, id, &v) && value_as_double(v) == x;
+}
+
+/* ---- constructors with folding and algebraic identities -------------------- */
+
+static int32_t ir_cast(Lower *L, int32_t a, Type to)
+{
+    const IrNode *o = N(L, a);
+    if (o->type == to)
+        return a;
+    Value v;
+    if (is_const_node(L, a, &v))
+        return ir_const(L, value_cast(v, to));
+    IrNode n = blank(IR_CAST, to);
+    n.sub = o->type;
+    n.a = a;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
+static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
+{
+    Value v, r;
+    if (is_const_node(L, a, &v) && fold_unary(op, (Type)N(L, a)->type, v, &r))
+        return ir_const(L, value_cast(r, t));
+    /* --x and !!b */
+    const IrNode *o = N(L, a);
+    if (o->op == IR_UNARY && o->sub == op && (op == UN_NEG || op == UN_BITNOT) && o->type == t)
+        return o->a;
+    IrNode n = blank(IR_UNARY, t);
+    n.sub = (uint16_t)op;
+    n.a = a;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
+static int32_t ir_binary(Lower *L, Op op, Type t, int32_t a, int32_t b)
+{
+    Value va, vb, r;
+    Type ot = (Type)N(L, a)->type;
+    if (is_const_node(L, a, &va) && is_const_node(L, b, &vb) && fold_binary(op, ot, va, vb, &r))
+        return ir_const(L, value_cast(r, t));
+    bool fl = type_is_float(ot);
+    /* Identities that hold bit for bit, NaN and -0 included. */
+    switch (op) {
+    case BIN_MUL:
+        if (const_is(L, b, 1)) return a;
+        if (const_is(L, a, 1)) return b;
+        break;
+    case BIN_DIV:
+        if (const_is(L, b, 1)) return a;
+        break;
+    case BIN_SUB:
+        if (const_is(L, b, 0) && (!fl || !signbit(N(L, b)->value.v.f))) return a;
+        break;
+    case BIN_ADD:
+        if (!fl && const_is(L, b, 0)) return a;
+        if (!fl && const_is(L, a, 0)) return b;
+        break;
+    case BIN_LAND:
+        if (const_is(L, a, 1)) return b;
+        if (const_is(L, b, 1)) return a;
+        break;
+    case BIN_LOR:
+        if (const_is(L, a, 0)) return b;
+        if (const_is(L, b, 0)) return a;
+        break;
+    default:
+        break;
+    }
+    /* Commutative operators: a canonical operand order helps CSE. */
+    if ((op == BIN_ADD || op == BIN_MUL || op == BIN_EQ || op == BIN_NE || op == BIN_BITAND ||
+         op == BIN_BITOR || op == BIN_BITXOR) && a > b) {
+        int32_t tmp = a;
+        a = b;
+        b = tmp;
+    }
+    IrNode n = blank(IR_BINARY, t);
+    n.sub = (uint16_t)op;
+    n.a = a;
+    n.b = b;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
+static int32_t ir_select(Lower *L, Type t, int32_t c, int32_t a, int32_t b)
+{
+    Value v;
+    if (is_const_node(L, c, &v))
+        return value_truth(v) ? a : b;
+    if (a == b)
+        return a;
+    IrNode n = blank(IR_SELECT, t);
+    n.a = c;
+    n.b = a;
+    n.c = b;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
+static int32_t ir_call(Lower *L, Builtin bi, Type t, const int32_t *args, int nargs)
+{
+    Value vals[3];
+    bool all = true;
+    for (int i = 0; i < nargs; i++)
+        all &= is_const_node(L, args[i], &vals[i]);
+    Value r;
+    if (all && fold_builtin(bi, (Type)N(L, args[0])->type, vals, nargs, &r))
+        return ir_const(L, value_cast(r, t));
+    IrNode n = blank(IR_CALL, t);
+    n.sub = (uint16_t)bi;
+    n.a = args[0];
+    n.b = nargs > 1 ? args[1] : -1;
+    n.c = nargs > 2 ? args[2] : -1;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
+/* ---- reducers ------------------------------------------------------------------ */
+
+static int32_t ir_reducer(Lower *L, ReducerKind kind, Type res, Type arg_type, int32_t arg, int32_t ident,
+                          int32_t combine)
+{
+    IrKernel *k = L->k;
+    for (int i = 0; i < k->nreds; i++) {
+        IrReducer *r = &k->reds[i];
+        if (r->kind == kind && r->arg == arg && r->ident == ident && r->combine == combine && r->res_type == res) {
+            IrNode n = blank(IR_RED, res);
+            n.aux = i;
+            n.level = L_ROW;
+            n.phase = (uint8_t)r->phase;
+            return intern_node(L, n);
+        }
+    }
+    int phase = N(L, arg)->phase + 1;
+    if (ident >= 0 && N(L, ident)->phase + 1 > phase)
+        phase = N(L, ident)->phase + 1;
+    IrReducer *reds = arena_alloc(L->c->arena, sizeof(IrReducer) * (size_t)(k->nreds + 1));
+    if (k->nreds)
+        memcpy(reds, k->reds, sizeof(IrReducer) * (size_t)k->nreds);
+    k->reds = reds;
+    IrReducer *r = &k->reds[k->nreds];
+    r->kind = kind;
+    r->arg_type = arg_type;
+    r->res_type = res;
+    switch (kind) {
+    case R_SUM: case R_PROD: case R_MEAN:
+        r->acc_type = type_accum(arg_type);
+        break;
+    case R_ARGMAX: case R_ARGMIN: case R_MAX: case R_MIN: case R_CUSTOM:
+        r->acc_type = type_compute(arg_type);
+        break;
+    case R_ANY: case R_ALL:
+        r->acc_type = T_BOOL;
+        break;
+    default:
+        nnkc_assert(!"reducer kind");
+    }
+    r->phase = phase;
+    r->arg = arg;
+    r->ident = ident;
+    r->combine = combine;
+    if (phase > k->nphases)
+        k->nphases = phase;
+    IrNode n = blank(IR_RED, res);
+    n.aux = k->nreds++;
+    n.level = L_ROW;
+    n.phase = (uint8_t)phase;
+    return intern_node(L, n);
+}
+
+/* ---- the typed tree ------------------------------------------------------------ */
+
+static int32_t lower(Lower *L, const Expr *e);
+
+static int32_t memo_get(Lower *L, const Expr *e)
+{
+    if (!L->memo_cap)
+        return -1;
+    size_t j = ((uintptr_t)e >> 4) & (size_t)(L->memo_cap - 1);
+    while (L->memo_keys[j]) {
+        if (L->memo_keys[j] == e)
+            return L->memo_vals[j];
+        j = (j + 1) & (size_t)(L->memo_cap - 1);
+    }
+    return -1;
+}
+
+static void memo_put(Lower *L, const Expr *e, int32_t id)
+{
+    if (2 * (L->memo_n + 1) > L->memo_cap) {
+        int cap = L->memo_cap ? L->memo_cap * 2 : 256;
+        const Expr **keys = arena_alloc(L->c->arena, sizeof(Expr *) * (size_t)cap);
+        int32_t *vals = arena_alloc(L->c->arena, sizeof(int32_t) * (size_t)cap);
+        for (int i = 0; i < L->memo_cap; i++) {
+            if (!L->memo_keys[i])
+                continue;
+            size_t j = ((uintptr_t)L->memo_keys[i] >> 4) & (size_t)(cap - 1);
+            while (keys[j])
+                j = (j + 1) & (size_t)(cap - 1);
+            keys[j] = L->memo_keys[i];
+            vals[j] = L->memo_vals[i];
+        }
+        L->memo_keys = keys;
+        L->memo_vals = vals;
+        L->memo_cap = cap;
+    }
+    size_t j = ((uintptr_t)e >> 4) & (size_t)(L->memo_cap - 1);
+    while (L->memo_keys[j])
+        j = (j + 1) & (size_t)(L->memo_cap - 1);
+    L->memo_keys[j] = e;
+    L->memo_vals[j] = id;
+    L->memo_n++;
+}
+
+static int32_t lower_uncached(Lower *L, const Expr *e)
+{
+    Type t = (Type)e->type;
+    switch ((ExprKind)e->kind) {
+    case E_CONST:
+        return ir_const(L, e->value);
+    case E_PARAM: {
+        const InstParam *p = &L->k->inst->params[e->index];
+        IrNode n = blank(p->tensor ? IR_LOAD : IR_SCALAR, p->type);
+        n.aux = p->tensor ? L->tensor_index[e->index] : L->scalar_index[e->index];
+        n.level = p->tensor ? L_ELEM : L_UNIFORM;
+        return intern_node(L, n);
+    }
+    case E_IDX:
+    case E_N: {
+        IrNode n = blank(e->kind == E_IDX ? IR_IDX : IR_N, T_I64);
+        n.level = e->kind == E_IDX ? L_ELEM : L_UNIFORM;
+        return intern_node(L, n);
+    }
+    case E_LPARAM: {
+        IrNode n = blank(IR_LPARAM, t);
+        n.aux = e->index;
+        n.level = L_LAMBDA;
+        return intern_node(L, n);
+    }
+    case E_CAST:
+        return ir_cast(L, lower(L, e->a), t);
+    case E_UNARY:
+        return ir_unary(L, (Op)e->op, t, lower(L, e->a));
+    case E_BINARY:
+        return ir_binary(L, (Op)e->op, t, lower(L, e->a), lower(L, e->b));
+    case E_COND:
+        return ir_select(L, t, lower(L, e->a), lower(L, e->b), lower(L, e->c));
+    case E_BUILTIN: {
+        int32_t args[3];
+        for (int i = 0; i < e->args.n && i < 3; i++)
+            args[i] = lower(L, e->args.items[i]);
+        return ir_call(L, (Builtin)e->op, t, args, e->args.n);
+    }
+    case E_REDUCE: {
+        int32_t arg = lower(L, e->a);
+        int32_t ident = e->b ? lower(L, e->b) : -1;
+        int32_t comb = e->c ? lower(L, e->c) : -1;
+        return ir_reducer(L, (ReducerKind)e->op, t, (Type)e->optype, arg, ident, comb);
+    }
+    default:
+        nnkc_assert(!"node kind in a typed tree");
+        return -1;
+    }
+}
+
+static int32_t lower(Lower *L, const Expr *e)
+{
+    int32_t id = memo_get(L, e);
+    if (id >= 0)
+        return id;
+    id = lower_uncached(L, e);
+    memo_put(L, e, id);
+    return id;
+}
+
+IrKernel *lower_instance(Compiler *c, Instance *in)
+{
+    IrKernel *k = arena_alloc(c->arena, sizeof *k);
+    k->inst = in;
+    Lower L = {.c = c, .k = k};
+    L.scalar_index = arena_alloc(c->arena, sizeof(int) * (size_t)(in->nparams + 1));
+    L.tensor_index = arena_alloc(c->arena, sizeof(int) * (size_t)(in->nparams + 1));
+    int ns = 0, nt = 0;
+    for (int i = 0; i < in->nparams; i++) {
+        if (in->params[i].tensor)
+            L.tensor_index[i] = nt++;
+        else
+            L.scalar_index[i] = ns++;
+    }
+    k->nloads = nt;
+    k->nscalars = ns;
+    k->outs = arena_alloc(c->arena, sizeof(IrOutput) * (size_t)(in->nouts + 1));
+    k->nouts = in->nouts;
+    for (int i = 0; i < in->nouts; i++) {
+        IrOutput *o = &k->outs[i];
+        o->name = in->outs[i].name;
+        o->tensor = in->outs[i].tensor;
+        o->type = in->outs[i].type;
+        o->storage = in->outs[i].storage;
+        o->node = lower(&L, in->values[i]);
+    }
+    ir_count_uses(k);
+    in->ir = k;
+    return k;
+}
