@@ -255,7 +255,8 @@ typedef struct Lexer {
     SourceFile *src;
     const char *cur, *lim, *tok, *line_start;
     int line;
-    int depth;          /* bracket nesting, for the nesting limit */
+    int error_line;     /* line of the last skipped bad character */
+    bool unterminated;  /* the file ended inside a comment */
 } Lexer;
 
 void lexer_init(Lexer *lx, Compiler *c, SourceFile *src);

@@ -1074,7 +1074,8 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         Param *p = k->outputs.items[i];
         InstParam *op = &in->outs[i];
         op->name = p->name;
-        op->tensor = param_is_tensor(p);
+        /* elementwise outputs are tensors (a missing [] is reported once) */
+        op->tensor = param_is_tensor(p) || k->kind == I_ELEMENTWISE;
         op->type = p->ty.present ? resolve_type(&x, &p->ty, true) : T_ERROR;
         op->storage = op->type;
         if (storage && storage[si] != T_NONE)
@@ -1218,7 +1219,7 @@ static void load_import(Compiler *c, Item *imp)
         SourceFile *s = c->import_stack.items[i];
         if (s->realpath != key)
             continue;
-        diag_error(c, imp->name_range, "import cycle: '%s' imports itself", path);
+        diag_error(c, imp->name_range, "importing '%s' here closes an import cycle", path);
         for (int j = i + 1; j < c->import_stack.n; j++) {
             SourceFile *sj = c->import_stack.items[j];
             Item *via = NULL;
@@ -1230,7 +1231,6 @@ static void load_import(Compiler *c, Item *imp)
             if (via)
                 diag_note(c, via->name_range, "'%s' imports '%s'", via->src->path, sj->path);
         }
-        diag_note(c, imp->name_range, "'%s' imports '%s', closing the cycle", from->path, path);
         return;
     }
     for (int i = 0; i < c->files.n; i++)

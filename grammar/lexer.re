@@ -57,6 +57,7 @@ static bool block_comment(Lexer *lx)
             newline(lx, p);
     }
     lx->cur = lx->lim;
+    lx->unterminated = true;
     diag_error(lx->c, open, "unterminated comment");
     diag_note_plain(lx->c, "a /* comment must end with */ before the end of the file");
     return false;
@@ -231,6 +232,7 @@ int lexer_next(Lexer *lx, Token *t)
                     return 0;
                 }
                 diag_error(lx->c, range_here(lx, lx->tok, lx->cur), "NUL byte in source");
+                lx->error_line = lx->line;
                 continue;
             }
             [ \t\r\v\f]+ { continue; }
@@ -295,6 +297,7 @@ int lexer_next(Lexer *lx, Token *t)
 
             [\x80-\xff]+ {
                 diag_error(lx->c, range_here(lx, lx->tok, lx->cur), "unexpected non-ASCII bytes in source");
+                lx->error_line = lx->line;
                 continue;
             }
             * {
@@ -303,6 +306,7 @@ int lexer_next(Lexer *lx, Token *t)
                     diag_error(lx->c, range_here(lx, lx->tok, lx->cur), "unexpected character '%c'", ch);
                 else
                     diag_error(lx->c, range_here(lx, lx->tok, lx->cur), "unexpected byte 0x%02x in source", ch);
+                lx->error_line = lx->line;
                 continue;
             }
         */

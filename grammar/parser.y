@@ -27,7 +27,9 @@
 typedef struct ParseState {
     Compiler *c;
     SourceFile *src;
+    Lexer *lx;
     Token last;      /* the token being fed, for error locations */
+    Token prev;      /* the token fed before it */
     bool stop;       /* stack overflow: stop feeding tokens */
     void *parser;    /* the lemon parser, for expected-token queries */
 } ParseState;
@@ -332,6 +334,19 @@ static bool is_binop(int t)
 static void syntax_error(ParseState *ps, int major, Token tok)
 {
     yyParser *p = ps->parser;
+    /* After a bad character the line's syntax errors are its echo. */
+    if (ps->lx->error_line && tok.range.line == ps->lx->error_line)
+        return;
+    /* A missing ';' at the end of a line: say so there, not at the next line. */
+    if (ps->prev.kind && tok.range.line > ps->prev.range.line && token_acceptable(p, NNK_TK_SEMI) &&
+        ps->prev.kind != NNK_TK_SEMI && ps->prev.kind != NNK_TK_LBRACE && ps->prev.kind != NNK_TK_RBRACE) {
+        Range at = ps->prev.range;
+        at.col += (int32_t)at.len;
+        at.off += at.len;
+        at.len = 1;
+        diag_error(ps->c, at, "expected ';' at the end of the line");
+        return;
+    }
     int ok[YYNTOKEN];
     int n = 0;
     bool expr = token_acceptable(p, NNK_TK_INT) && token_acceptable(p, NNK_TK_LPAREN);
@@ -376,12 +391,15 @@ void parse_file(Compiler *c, SourceFile *src)
     ps.parser = parser;
     Lexer lx;
     lexer_init(&lx, c, src);
+    ps.lx = &lx;
     Token t;
     int errors_before = c->nerrors;
     for (;;) {
         int kind = lexer_next(&lx, &t);
+        ps.prev = ps.last;
         ps.last = t;
-        if (ps.stop || c->nerrors - errors_before > 40)
+        /* An unterminated comment swallowed the rest: nothing more to say. */
+        if (ps.stop || c->nerrors - errors_before > 40 || (kind == 0 && lx.unterminated))
             break;
         NnkParse(parser, kind, t, &ps);
         if (kind == 0 || ps.stop)

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Golden diagnostics: for every NAME.nnk here, `nnkc --check` must print
+# exactly NAME.err on stderr and exit 1 when NAME.err holds an error (else
+# 0).  A first line "// nnkc-flags: ..." adds options.  Files under valid/
+# must check cleanly with no output.  `run.sh --update` rewrites the .err
+# files from the current compiler (review the diff before committing).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+nnkc=${NNKC:-${top_builddir:-$here/../..}/nnkc}
+update=0
+[ "${1:-}" = --update ] && update=1
+cd "$here" || exit 1
+fail=0 n=0
+out=$(mktemp) || exit 1
+trap 'rm -f "$out"' EXIT
+for f in *.nnk; do
+    n=$((n + 1))
+    name=${f%.nnk}
+    flags=$(sed -n '1s|^// nnkc-flags: *||p' "$f")
+    # shellcheck disable=SC2086
+    NO_COLOR=1 "$nnkc" --check --color=never $flags "$f" 2>"$out" >/dev/null
+    rc=$?
+    if [ $update = 1 ]; then
+        cp "$out" "$name.err"
+        continue
+    fi
+    want=0
+    grep -q ': error:' "$name.err" 2>/dev/null && want=1
+    if [ $rc -ne $want ]; then
+        echo "FAIL $f: exit status $rc, expected $want"
+        fail=$((fail + 1))
+    elif ! cmp -s "$out" "$name.err"; then
+        echo "FAIL $f: diagnostics differ"
+        diff -u "$name.err" "$out" | head -40
+        fail=$((fail + 1))
+    fi
+done
+for f in valid/*.nnk; do
+    [ -e "$f" ] || continue
+    n=$((n + 1))
+    if ! NO_COLOR=1 "$nnkc" --check --color=never -I valid "$f" >"$out" 2>&1 || [ -s "$out" ]; then
+        echo "FAIL $f: a valid program was rejected or warned"
+        cat "$out"
+        fail=$((fail + 1))
+    fi
+done
+[ $update = 1 ] && { echo "updated the .err files"; exit 0; }
+echo "$((n - fail))/$n diagnostics cases passed"
+[ $fail = 0 ]
