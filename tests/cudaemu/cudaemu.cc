@@ -221,6 +221,8 @@ struct WarpGroup {
 struct Warp {
 	unsigned lanes;  // lanes that exist (the last warp of a block may be partial)
 	unsigned exited;
+	unsigned runnable;   // lanes running or in the ready queue
+	unsigned activemask; // lanes waiting in __activemask()
 	unsigned ngroups;
 	WarpGroup groups[32];
 	std::uint64_t value[32];
@@ -239,6 +241,7 @@ const char *op_name(WarpOp op)
 	case op_any: return "__any_sync";
 	case op_all: return "__all_sync";
 	case op_syncwarp: return "__syncwarp";
+	case op_activemask: return "__activemask";
 	}
 	return "?";
 }
@@ -248,6 +251,13 @@ const char *type_name(int type)
 	static const char *const names[] = {"", "int", "unsigned int", "long long",
 	                                    "unsigned long long", "float", "double"};
 	return type >= 0 && type < 7 ? names[type] : "?";
+}
+
+// "__shfl_sync(float, mask=0xffffffff)", "__ballot_sync(mask=0x0000ffff)"
+std::string call_str(WarpOp op, int type, unsigned mask)
+{
+	return type ? format("%s(%s, mask=0x%08x)", op_name(op), type_name(type), mask)
+	            : format("%s(mask=0x%08x)", op_name(op), mask);
 }
 
 bool same_site(const char *f1, int l1, const char *f2, int l2)
@@ -381,6 +391,8 @@ public:
 			const unsigned lanes = n - w * 32;
 			warps_[w].lanes = lanes >= 32 ? ~0u : (1u << lanes) - 1u;
 			warps_[w].exited = 0;
+			warps_[w].runnable = lanes >= 32 ? 32 : lanes;
+			warps_[w].activemask = 0;
 			warps_[w].ngroups = 0;
 		}
 		ready_head_ = 0;
@@ -442,15 +454,13 @@ public:
 			            bar_file_, bar_line_, bar_func_));
 		}
 		if (arrived_ + 1 == launch_->nthreads) {
-			for (unsigned i = 0; i < arrived_; ++i) {
-				waiters_[i]->wait = Wait::ready;
-				push_ready(waiters_[i]);
-			}
+			for (unsigned i = 0; i < arrived_; ++i)
+				make_ready(waiters_[i]);
 			arrived_ = 0;
 			return; // the last thread to arrive goes on without a switch
 		}
 		waiters_[arrived_++] = self;
-		block(self, Wait::barrier, file, line, func);
+		park(self, Wait::barrier, file, line, func);
 	}
 
 	std::uint64_t warp_op(Fiber *self, const char *file, int line, const char *func, WarpOp op,
@@ -483,22 +493,31 @@ public:
 				            __builtin_ctz(m), f.file, f.line));
 		}
 
+		// Join the group in flight for exactly this call, if any.  A group
+		// for another primitive or mask that names this lane is no error by
+		// itself (the lane may get there later, as on Volta and later GPUs),
+		// unless some lane already waiting in it is named by this call too:
+		// each then waits for the other.
 		WarpGroup *g = nullptr;
 		for (unsigned i = 0; i < w.ngroups; ++i) {
 			WarpGroup &cand = w.groups[i];
 			if (!(cand.mask >> lane & 1u))
 				continue;
-			if (cand.mask != mask || cand.op != op || cand.type != type) {
-				const Fiber *other = waiter_of(self, cand);
-				CUDAEMU_FAIL(("warp divergence: lane %u (thread %s) called %s(%s mask=0x%08x) at "
-				            "%s:%d while lane %u waits in %s(%s mask=0x%08x) at %s:%d, whose "
-				            "mask names it; the lanes named in a mask must all call the same "
-				            "primitive with the same mask",
-				            lane, dim_str(self->tid).c_str(), name, type_name(type), mask, file,
-				            line, cand.first_lane, op_name(cand.op), type_name(cand.type),
-				            cand.mask, other->file, other->line));
+			if (cand.mask == mask && cand.op == op && cand.type == type) {
+				g = &cand;
+				break;
 			}
-			g = &cand;
+			if (const unsigned both = cand.arrived & mask) {
+				const Fiber &other = fibers_[(self->index & ~31u) + __builtin_ctz(both)];
+				CUDAEMU_FAIL(("warp divergence: lane %u (thread %s) called %s at %s:%d while "
+				              "lane %d waits in %s at %s:%d; each mask names the other lane, "
+				              "so neither call can complete (the lanes named in a mask must "
+				              "all call the same primitive with the same mask)",
+				              lane, dim_str(self->tid).c_str(),
+				              call_str(op, type, mask).c_str(), file, line,
+				              __builtin_ctz(both), call_str(cand.op, cand.type, cand.mask).c_str(),
+				              other.file, other.line));
+			}
 		}
 		if (!g) {
 			g = &w.groups[w.ngroups++];
@@ -511,7 +530,7 @@ public:
 		if (g->arrived != g->mask) {
 			self->op = op;
 			self->mask = mask;
-			block(self, Wait::warp, file, line, func);
+			park(self, Wait::warp, file, line, func);
 			return self->result;
 		}
 		complete(w, *g, self);
@@ -519,10 +538,24 @@ public:
 		return self->result;
 	}
 
-	unsigned activemask(const Fiber *self) const
+	// The lanes that call __activemask() at the same place before any of
+	// them goes on: the caller waits until no lane of its warp can run
+	// (each has blocked somewhere or exited), as a stand-in for the lanes
+	// a GPU would execute the call with, converged.
+	unsigned activemask(Fiber *self, const char *file, int line, const char *func)
 	{
-		const Warp &w = warps_[self->index >> 5];
-		return w.lanes & ~w.exited;
+		Warp &w = warps_[self->index >> 5];
+		w.activemask |= 1u << (self->index & 31u);
+		self->op = op_activemask;
+		self->mask = 0;
+		if (w.runnable == 1) {
+			self->file = file;
+			self->line = line;
+			release_activemask(w, self);
+		} else {
+			park(self, Wait::warp, file, line, func);
+		}
+		return (unsigned)self->result;
 	}
 
 	// self returned from the kernel: the context to run next.
@@ -532,6 +565,8 @@ public:
 		++exited_;
 		Warp &w = warps_[self->index >> 5];
 		w.exited |= 1u << (self->index & 31u);
+		if (--w.runnable == 0 && w.activemask)
+			release_activemask(w, nullptr);
 		if (arrived_)
 			CUDAEMU_FAIL(("barrier divergence: thread %s exited while thread %s waits at "
 			            "__syncthreads() at %s:%d (in %s); every thread of the block must reach "
@@ -680,15 +715,20 @@ private:
 	}
 
 	// Park `self` until a barrier or warp group releases it.
-	void block(Fiber *self, Wait why, const char *file, int line, const char *func)
+	void park(Fiber *self, Wait why, const char *file, int line, const char *func)
 	{
 		self->wait = why;
 		self->file = file;
 		self->line = line;
 		self->func = func;
+		Warp &w = warps_[self->index >> 5];
+		if (--w.runnable == 0 && w.activemask)
+			release_activemask(w, nullptr);
 		Fiber *next = pop_ready();
 		if (!next)
 			deadlock();
+		if (next == self) // released while parking (by release_activemask)
+			return;
 		tl_fiber = next;
 		tl_builtins.thread_idx = next->tid;
 		switch_context(self->ctx, next->ctx);
@@ -719,10 +759,8 @@ private:
 			}
 			Fiber &f = fibers_[base + (unsigned)lane];
 			f.result = r;
-			if (&f != last) {
-				f.wait = Wait::ready;
-				push_ready(&f);
-			}
+			if (&f != last)
+				make_ready(&f);
 		}
 	}
 
@@ -808,22 +846,52 @@ private:
 		}
 		std::string msg = "deadlock: no thread of the block can proceed:";
 		for (const Spot &s : spots) {
-			const char *plural = s.count == 1 ? "" : "s";
+			const std::string who = s.count == 1
+			                            ? format("1 thread %s", dim_str(s.first).c_str())
+			                            : format("%u threads (first %s)", s.count,
+			                                     dim_str(s.first).c_str());
+			const char *verb = s.count == 1 ? "waits" : "wait";
 			if (s.wait == Wait::exited)
-				msg += format(" %u thread%s exited (first %s);", s.count, plural,
-				              dim_str(s.first).c_str());
+				msg += format(" %s exited;", who.c_str());
 			else if (s.wait == Wait::barrier)
-				msg += format(" %u thread%s (first %s) wait at __syncthreads() at %s:%d (in %s);",
-				              s.count, plural, dim_str(s.first).c_str(), s.file, s.line, s.func);
-			else
-				msg += format(" %u thread%s (first %s) wait in %s(mask=0x%08x) at %s:%d (in %s);",
-				              s.count, plural, dim_str(s.first).c_str(), op_name(s.op), s.mask,
+				msg += format(" %s %s at __syncthreads() at %s:%d (in %s);", who.c_str(), verb,
 				              s.file, s.line, s.func);
+			else
+				msg += format(" %s %s in %s at %s:%d (in %s);", who.c_str(), verb,
+				              call_str(s.op, 0, s.mask).c_str(), s.file, s.line, s.func);
 		}
 		msg.back() = '.';
 		msg += " A warp primitive needs every lane its mask names; __syncthreads() needs "
 		       "every thread of the block.";
 		return msg;
+	}
+
+	void make_ready(Fiber *f)
+	{
+		f->wait = Wait::ready;
+		++warps_[f->index >> 5].runnable;
+		push_ready(f);
+	}
+
+	// Release the lanes of w waiting in __activemask(): each gets the set
+	// of lanes waiting at the same call site.  `running`, if not null, is
+	// one of them and goes on without being queued.
+	void release_activemask(Warp &w, Fiber *running)
+	{
+		const unsigned base = (unsigned)(&w - warps_.data()) * 32;
+		for (unsigned m = w.activemask; m; m &= m - 1) {
+			Fiber &f = fibers_[base + __builtin_ctz(m)];
+			unsigned same = 0;
+			for (unsigned o = w.activemask; o; o &= o - 1) {
+				const Fiber &g = fibers_[base + __builtin_ctz(o)];
+				if (same_site(f.file, f.line, g.file, g.line))
+					same |= 1u << __builtin_ctz(o);
+			}
+			f.result = same;
+			if (&f != running)
+				make_ready(&f);
+		}
+		w.activemask = 0;
 	}
 
 	void push_ready(Fiber *f)
@@ -1070,10 +1138,10 @@ std::uint64_t warp_op(const char *file, int line, const char *func, WarpOp op, i
 	}
 }
 
-unsigned activemask() noexcept
+unsigned activemask(const char *file, int line, const char *func)
 {
-	const Fiber *self = tl_fiber;
-	return self ? tl_worker->activemask(self) : 1u;
+	Fiber *self = tl_fiber;
+	return self ? tl_worker->activemask(self, file, line, func) : 1u;
 }
 
 void fail_misaligned(const char *file, int line, const char *func, const void *p,
@@ -1120,9 +1188,9 @@ int launch_erased(const char *name, void (*kernel)(), dim3 grid, dim3 block, std
 			static Pool *const pool = new Pool;
 			pool->run(L, nworkers);
 		}
-		if (L.err_status != CUDAEMU_OK)
-			return set_error(L.err_status, std::move(L.err_msg));
-		return CUDAEMU_OK;
+		// (Set even on success: a kernel's own nested launch attempt may
+		// have left a message on this OS thread.)
+		return set_error(L.err_status, std::move(L.err_msg));
 	} catch (const std::exception &e) {
 		return set_error(CUDAEMU_OUT_OF_RESOURCES, std::string("cudaemu: launch failed: ") + e.what());
 	} catch (...) {

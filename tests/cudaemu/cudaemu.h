@@ -103,11 +103,11 @@ inline dim3 grid_dim() noexcept { return dim3(tl_builtins.grid_dim); }
 void syncthreads(CUDAEMU_SITE_PARAMS, int site);
 enum WarpOp : int {
 	op_shfl_idx, op_shfl_up, op_shfl_down, op_shfl_xor,
-	op_ballot, op_any, op_all, op_syncwarp
+	op_ballot, op_any, op_all, op_syncwarp, op_activemask
 };
 std::uint64_t warp_op(CUDAEMU_SITE_PARAMS, WarpOp op, int type, unsigned mask,
                       std::uint64_t value, int arg, int width);
-unsigned activemask() noexcept;
+unsigned activemask(CUDAEMU_SITE_PARAMS);
 // Abandons the block (never returns) when called inside a kernel.
 void fail_misaligned(CUDAEMU_SITE_PARAMS, const void *p, std::size_t align, const char *type);
 
@@ -128,7 +128,14 @@ void fail_misaligned(CUDAEMU_SITE_PARAMS, const void *p, std::size_t align, cons
 // (real CUDA places all extern __shared__ arrays at the same address
 // anyway).  The runtime sizes it per launch; under AddressSanitizer the
 // bytes outside [0, shmem) are poisoned.
-extern thread_local unsigned char nnk_smem[];
+//
+// The global-dynamic TLS model is deliberate: with the initial-exec model
+// GCC 12 computes the address as `addq nnk_smem@gottpoff(%rip), %reg` and
+// may branch on the flags of that add (UBSan's null check of a pointer into
+// nnk_smem does), but the linker rewrites the add into a `leaq`, which sets
+// no flags, and the branch then tests stale flags.  In an executable the
+// linker turns global-dynamic into two plain instructions anyway.
+extern thread_local unsigned char nnk_smem[] __attribute__((tls_model("global-dynamic")));
 
 // ---------------------------------------------------------------------------
 // Barriers and fences.
@@ -204,7 +211,7 @@ inline void syncwarp(CUDAEMU_SITE_PARAMS, unsigned mask = 0xffffffffu)
 #define __any_sync(mask, pred) ::cudaemu::detail::any_sync(CUDAEMU_SITE, mask, pred)
 #define __all_sync(mask, pred) ::cudaemu::detail::all_sync(CUDAEMU_SITE, mask, pred)
 #define __syncwarp(...) ::cudaemu::detail::syncwarp(CUDAEMU_SITE, ##__VA_ARGS__)
-#define __activemask() ::cudaemu::detail::activemask()
+#define __activemask() ::cudaemu::detail::activemask(CUDAEMU_SITE)
 
 // ---------------------------------------------------------------------------
 // Atomics.  Blocks may run concurrently on several OS threads, so these are
