@@ -356,6 +356,7 @@ typedef struct Item {
     int state;             /* 0 unseen, 1 in progress, 2 done (consts, funcs) */
     Expr *checked;         /* consts: the folded constant */
     List requests;         /* kernels: Type[] arrays requested by instantiate/-T */
+    List made;             /* kernels: their Instance*, to skip duplicates */
 } Item;
 
 /* Parser actions: one constructor call each. */

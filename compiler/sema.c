@@ -1386,14 +1386,16 @@ static bool same_types(const Type *a, const Type *b, int n)
 
 static void add_instance(Compiler *c, Item *k, const Type *targs)
 {
-    for (int i = 0; i < c->instances.n; i++) {
-        Instance *in = c->instances.items[i];
-        if (in->kernel == k && same_types(in->targs, targs, k->generics.n))
+    for (int i = 0; i < k->made.n; i++) {
+        Instance *in = k->made.items[i];
+        if (same_types(in->targs, targs, k->generics.n))
             return;
     }
     Instance *in = sema_instance(c, k, targs, NULL);
-    if (in)
+    if (in) {
         list_push(c->arena, &c->instances, in);
+        list_push(c->arena, &k->made, in);
+    }
 }
 
 /* -T: every assignment of the listed types to the type variables that
