@@ -44,7 +44,7 @@ gen "print('elementwise k(x: f64[]) -> (y: f64[]) { y = x + ' + '9'*50 + ' + 1.'
 gen "print('elementwise k(x: f64[]) -> (y: f64[]) { y = x * 1.' + '1'*50 + 'e-3; }')" long_float; check long_float 0
 gen "
 import sys
-body = ''.join('elementwise k%d(x: f32[], a: f32 = 2) -> (y: f32[]) {\n    let t = a * x + %d.5;\n    y = sqrt(t * t) / (1 + exp(-t));\n}\n' % (i, i) for i in range(80000))
+body = ''.join('elementwise k%d(x: f32[], a: f32 = 2) -> (y: f32[]) {\n    let t = a * x + %d.5;\n    y = sqrt(t * t) / (1 + exp(-t));\n}\n' % (i, i) for i in range(81000))
 sys.stdout.write(body)
 " ten_mb;  check ten_mb 0
 gen "import random; random.seed(7); print(''.join(random.choice('(){}[];:,=<>+-*/%!~?|&^ abcxyz019.elementwise reduction let\n') for _ in range(200000)))" random_tokens; check random_tokens 1
