@@ -8,7 +8,9 @@
 #ifndef NNK_ABI_H
 #define NNK_ABI_H
 
+#ifndef __CUDACC_RTC__ /* NVRTC has no <stdint.h>; the CUDA prelude defines its types */
 #include <stdint.h>
+#endif
 
 #define NNK_ABI_VERSION 1
 #define NNK_MAX_DIMS 16      /* rank of an array or iteration space */
@@ -133,5 +135,40 @@ typedef struct nnk_kernel_desc {
     const void *cuda_image;
     uint64_t cuda_image_size;
 } nnk_kernel_desc;
+
+/* ---- CUDA ------------------------------------------------------------------
+ * Every CUDA kernel nnkc generates takes one parameter, an nnk_cuda_args by
+ * value: the plan with device pointers, in a compact form that stays well
+ * under the 4 KiB limit of kernel parameters.  Kernels of an instance NAME:
+ *   elementwise  NAME__ew_c (contiguous, 32-bit indices), NAME__ew_c64,
+ *                NAME__ew_s (strided, any layout)
+ *   reduction    NAME__rd_block (a block per output position),
+ *                NAME__rd_thread (a thread per output position),
+ *                NAME__rd_part, NAME__rd_fin, NAME__rd_epi (a reduction split
+ *                over many blocks, phase by phase, deterministic)
+ * The host side that picks one is runtime/ext/cuda/dispatch.c. */
+#define NNK_CUDA_MAX_DIMS 8
+#define NNK_CUDA_MAX_TENSORS 16
+#define NNK_CUDA_MAX_SCALARS 16
+#define NNK_CUDA_BLOCK 256       /* threads per block of every kernel */
+
+enum { NNK_CUDA_VEC = 1 };       /* flags: every operand 16-byte aligned */
+
+typedef struct nnk_cuda_plan {
+    int32_t ndim, nred, nops, flags;
+    int64_t nkept, nreduced;
+    int64_t shape[NNK_CUDA_MAX_DIMS];
+    int64_t strides[NNK_CUDA_MAX_TENSORS + 1][NNK_CUDA_MAX_DIMS];
+    char *data[NNK_CUDA_MAX_TENSORS];
+    nnk_scalar scalars[NNK_CUDA_MAX_SCALARS];
+} nnk_cuda_plan;
+
+typedef struct nnk_cuda_args {
+    nnk_cuda_plan p;
+    int32_t phase;    /* NAME__rd_part / NAME__rd_fin: the phase (1-based) */
+    int32_t nparts;   /* blocks sharing one output position's range */
+    void *scratch;    /* nkept * nparts partial states of the phase */
+    void *finals;     /* nkept * finals_size bytes */
+} nnk_cuda_args;
 
 #endif /* NNK_ABI_H */
