@@ -1,0 +1,176 @@
+/* exec.c - running a host kernel (nnk_kernel_desc with host code) over a
+ * plan on the thread pool.
+ *
+ * Work is cut into chunks of a fixed size (about what fits a core's L2
+ * for one operand), independent of the thread count, so a reduction gives
+ * the same bits with any NNK_NUM_THREADS.  Small work runs inline on the
+ * caller without waking the pool.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    CHUNK = 32768,         /* elements per task */
+    INLINE_WORK = 16384,   /* below this many elements, no threads */
+};
+
+/* ---- elementwise, and reductions split by output positions ---------------- */
+
+typedef struct range_job {
+    const nnk_kernel_desc *desc;
+    const nnk_plan *plan;
+    int64_t n, per_task;
+} range_job;
+
+static void range_task(void *arg, int64_t t)
+{
+    range_job *j = arg;
+    int64_t b = t * j->per_task, e = b + j->per_task < j->n ? b + j->per_task : j->n;
+    j->desc->run(j->plan, b, e);
+}
+
+/* ---- reductions split along the reduced range ------------------------------ */
+
+/* The reduced range is cut the way generated code's pairwise accumulation
+ * (templates/c/reduction.tmpl, acc) cuts it: halves at
+ * mid = r0 + ((len / 2 + 7) & ~7), down to pieces of at most CHUNK
+ * elements.  Each piece is one red_partial task, and the states are merged
+ * back along the same tree, so the result has the same bits as desc->run
+ * over the whole slice, whatever the thread count. */
+static int64_t mid_of(int64_t r0, int64_t r1)
+{
+    return r0 + (((r1 - r0) / 2 + 7) & ~(int64_t)7);
+}
+
+static int64_t count_pieces(int64_t r0, int64_t r1)
+{
+    if (r1 - r0 <= CHUNK)
+        return 1;
+    int64_t m = mid_of(r0, r1);
+    return count_pieces(r0, m) + count_pieces(m, r1);
+}
+
+static void list_pieces(int64_t r0, int64_t r1, int64_t *bounds, int64_t *n)
+{
+    if (r1 - r0 <= CHUNK) {
+        bounds[(*n)++] = r0;
+        return;
+    }
+    int64_t m = mid_of(r0, r1);
+    list_pieces(r0, m, bounds, n);
+    list_pieces(m, r1, bounds, n);
+}
+
+typedef struct red_job {
+    const nnk_kernel_desc *desc;
+    const nnk_plan *plan;
+    int32_t phase;
+    int64_t npieces;          /* per output position */
+    int64_t *bounds;          /* npieces + 1 */
+    size_t state_size;
+    char *states;             /* nkept * npieces states */
+    char *finals;             /* nkept * finals_size */
+} red_job;
+
+static void partial_task(void *arg, int64_t t)
+{
+    red_job *j = arg;
+    int64_t o = t / j->npieces, c = t % j->npieces;
+    j->desc->red_partial(j->plan, j->phase, o, j->bounds[c], j->bounds[c + 1],
+                         j->finals + o * (int64_t)j->desc->finals_size, j->states + t * (int64_t)j->state_size);
+}
+
+/* Merges the pieces of [r0, r1) along the split tree; returns the state
+ * that holds the result. */
+static char *merge_tree(red_job *j, char *states, int64_t r0, int64_t r1, int64_t *piece)
+{
+    if (r1 - r0 <= CHUNK)
+        return states + (*piece)++ * (int64_t)j->state_size;
+    int64_t m = mid_of(r0, r1);
+    char *left = merge_tree(j, states, r0, m, piece);
+    char *right = merge_tree(j, states, m, r1, piece);
+    j->desc->red_merge(j->plan, j->phase, left, right);
+    return left;
+}
+
+static void final_task(void *arg, int64_t o)
+{
+    red_job *j = arg;
+    int64_t piece = 0;
+    char *acc = merge_tree(j, j->states + o * j->npieces * (int64_t)j->state_size, 0, j->plan->nreduced, &piece);
+    j->desc->red_final(j->plan, j->phase, o, acc, j->finals + o * (int64_t)j->desc->finals_size);
+}
+
+static void epilogue_task(void *arg, int64_t t)
+{
+    red_job *j = arg;
+    int64_t o = t / j->npieces, c = t % j->npieces;
+    j->desc->red_epilogue(j->plan, o, j->bounds[c], j->bounds[c + 1], j->finals + o * (int64_t)j->desc->finals_size);
+}
+
+static nnk_status split_reduced(const nnk_kernel_desc *desc, const nnk_plan *plan)
+{
+    int64_t nkept = plan->nkept;
+    red_job j = {desc, plan, 0, count_pieces(0, plan->nreduced), NULL, 0, NULL, NULL};
+    size_t max_state = 1;
+    for (int32_t ph = 0; ph < desc->nphases; ph++)
+        if ((size_t)desc->state_size[ph] > max_state)
+            max_state = (size_t)desc->state_size[ph];
+    j.bounds = rt_malloc(sizeof(int64_t) * (size_t)(j.npieces + 1));
+    j.finals = rt_calloc((size_t)nkept, desc->finals_size > 0 ? (size_t)desc->finals_size : 1);
+    j.states = rt_calloc((size_t)(nkept * j.npieces), max_state);
+    if (!j.bounds || !j.finals || !j.states) {
+        free(j.bounds);
+        free(j.finals);
+        free(j.states);
+        return NNK_ENOMEM;
+    }
+    int64_t n = 0;
+    list_pieces(0, plan->nreduced, j.bounds, &n);
+    j.bounds[n] = plan->nreduced;
+    int64_t ntasks = nkept * j.npieces;
+    for (int32_t ph = 1; ph <= desc->nphases; ph++) {
+        j.phase = ph;
+        j.state_size = (size_t)desc->state_size[ph - 1];
+        rt_pool_run(ntasks, partial_task, &j);
+        for (int64_t o = 0; o < nkept; o++)
+            final_task(&j, o);
+    }
+    rt_pool_run(ntasks, epilogue_task, &j);
+    free(j.bounds);
+    free(j.finals);
+    free(j.states);
+    return NNK_OK;
+}
+
+nnk_status rt_host_run(const nnk_kernel_desc *desc, const nnk_plan *plan)
+{
+    if (!desc || !plan)
+        return rt_error(NNK_EINVAL, "run_host: desc or plan is NULL");
+    if (!desc->run)
+        return rt_error(NNK_EUNSUPPORTED, "kernel %s has no host code", desc->name ? desc->name : "?");
+    int64_t nkept = plan->nkept, nred = plan->nreduced;
+    if (nkept == 0)
+        return NNK_OK;
+    int64_t work = desc->kind == NNK_KIND_REDUCTION ? nkept * (nred ? nred : 1) : nkept;
+    if (work < INLINE_WORK) {
+        desc->run(plan, 0, nkept);
+        return NNK_OK;
+    }
+    if (desc->kind != NNK_KIND_REDUCTION) {
+        range_job j = {desc, plan, nkept, CHUNK};
+        rt_pool_run((nkept + CHUNK - 1) / CHUNK, range_task, &j);
+        return NNK_OK;
+    }
+    /* Enough output positions to keep every thread busy: split them (each
+     * runs whole, with the same bits as a split slice would give). */
+    if (!desc->red_partial || nkept >= 4 * (int64_t)rt_pool_threads()) {
+        int64_t per = nred > 0 ? CHUNK / nred : CHUNK;
+        range_job j = {desc, plan, nkept, per > 0 ? per : 1};
+        rt_pool_run((nkept + j.per_task - 1) / j.per_task, range_task, &j);
+        return NNK_OK;
+    }
+    return split_reduced(desc, plan);
+}

@@ -1,0 +1,694 @@
+/* launch.c - argument lists, kernels from descriptors or source, and
+ * nnk_launch: binding arguments to parameters, choosing the backend,
+ * binding type variables, finding or making the instance, allocating
+ * outputs, building the plan and handing it to the extension. */
+#include "internal.h"
+#include "nnkc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- argument lists ------------------------------------------------------- */
+
+typedef struct rt_arg {
+    char *name;               /* NULL: positional */
+    nnk_array *array;         /* retained; NULL for a scalar */
+    rt_value value;
+    bool out;                 /* nnk_args_out */
+} rt_arg;
+
+struct nnk_args {
+    rt_arg *items;
+    int32_t n, cap;
+    int32_t naxes;            /* -1: all axes */
+    int32_t axes[NNK_MAX_DIMS];
+    bool keepdims;
+    bool has_ctx;
+    nnk_context ctx;
+    nnk_array *outputs[NNK_MAX_TENSORS];
+    int32_t nout;
+};
+
+nnk_status nnk_args_new(nnk_args **out)
+{
+    if (!out)
+        return rt_error(NNK_EINVAL, "nnk_args_new: out is NULL");
+    nnk_args *a = rt_calloc(1, sizeof *a);
+    if (!a)
+        return NNK_ENOMEM;
+    a->naxes = -1;
+    rt_live_inc();
+    *out = a;
+    return NNK_OK;
+}
+
+static void clear_outputs(nnk_args *a)
+{
+    for (int32_t i = 0; i < a->nout; i++)
+        nnk_array_free(a->outputs[i]);
+    a->nout = 0;
+}
+
+void nnk_args_reset(nnk_args *a)
+{
+    if (!a)
+        return;
+    for (int32_t i = 0; i < a->n; i++) {
+        free(a->items[i].name);
+        nnk_array_free(a->items[i].array);
+    }
+    a->n = 0;
+    a->naxes = -1;
+    a->keepdims = false;
+    a->has_ctx = false;
+    clear_outputs(a);
+}
+
+void nnk_args_free(nnk_args *a)
+{
+    if (!a)
+        return;
+    nnk_args_reset(a);
+    free(a->items);
+    free(a);
+    rt_live_dec();
+}
+
+static nnk_status push(nnk_args *a, const char *name, nnk_array *x, rt_value v, bool out, const char *fn)
+{
+    if (!a)
+        return rt_error(NNK_EINVAL, "%s: args is NULL", fn);
+    if (name && !*name)
+        return rt_error(NNK_EINVAL, "%s: the name is empty", fn);
+    if (a->n == a->cap) {
+        int32_t cap = a->cap ? 2 * a->cap : 8;
+        if (cap > 4 * RT_MAX_PARAMS)
+            return rt_error(NNK_EINVAL, "%s: too many arguments", fn);
+        rt_arg *p = realloc(a->items, (size_t)cap * sizeof *p);
+        if (!p)
+            return rt_error(NNK_ENOMEM, "out of memory");
+        a->items = p;
+        a->cap = cap;
+    }
+    char *copy = NULL;
+    if (name && !(copy = rt_strdup(name)))
+        return NNK_ENOMEM;
+    a->items[a->n++] = (rt_arg){copy, nnk_array_retain(x), v, out};
+    return NNK_OK;
+}
+
+nnk_status nnk_args_array(nnk_args *a, nnk_array *x)
+{
+    return x ? push(a, NULL, x, (rt_value){0}, false, __func__) : rt_error(NNK_EINVAL, "%s: the array is NULL", __func__);
+}
+
+nnk_status nnk_args_named_array(nnk_args *a, const char *name, nnk_array *x)
+{
+    if (!x || !name)
+        return rt_error(NNK_EINVAL, "%s: %s is NULL", __func__, !x ? "the array" : "name");
+    return push(a, name, x, (rt_value){0}, false, __func__);
+}
+
+nnk_status nnk_args_f64(nnk_args *a, double v)
+{
+    return push(a, NULL, NULL, (rt_value){RT_F64, {.f = v}}, false, __func__);
+}
+
+nnk_status nnk_args_named_f64(nnk_args *a, const char *name, double v)
+{
+    return name ? push(a, name, NULL, (rt_value){RT_F64, {.f = v}}, false, __func__)
+                : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+}
+
+nnk_status nnk_args_i64(nnk_args *a, int64_t v)
+{
+    return push(a, NULL, NULL, (rt_value){RT_I64, {.i = v}}, false, __func__);
+}
+
+nnk_status nnk_args_named_i64(nnk_args *a, const char *name, int64_t v)
+{
+    return name ? push(a, name, NULL, (rt_value){RT_I64, {.i = v}}, false, __func__)
+                : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+}
+
+nnk_status nnk_args_out(nnk_args *a, nnk_array *y)
+{
+    return y ? push(a, NULL, y, (rt_value){0}, true, __func__) : rt_error(NNK_EINVAL, "%s: the array is NULL", __func__);
+}
+
+nnk_status nnk_args_axes(nnk_args *a, int32_t n, const int32_t *axes)
+{
+    if (!a || (n > 0 && !axes))
+        return rt_error(NNK_EINVAL, "nnk_args_axes: %s is NULL", !a ? "args" : "axes");
+    if (n < 0 || n > NNK_MAX_DIMS)
+        return rt_error(NNK_EINVAL, "nnk_args_axes: %d axes (at most %d)", n, NNK_MAX_DIMS);
+    memcpy(a->axes, axes, (size_t)n * sizeof *axes);
+    a->naxes = n;
+    return NNK_OK;
+}
+
+nnk_status nnk_args_keepdims(nnk_args *a, int keepdims)
+{
+    if (!a)
+        return rt_error(NNK_EINVAL, "nnk_args_keepdims: args is NULL");
+    a->keepdims = keepdims != 0;
+    return NNK_OK;
+}
+
+nnk_status nnk_args_context(nnk_args *a, const nnk_context *ctx)
+{
+    if (!a || !ctx)
+        return rt_error(NNK_EINVAL, "nnk_args_context: %s is NULL", !a ? "args" : "ctx");
+    a->ctx = *ctx;
+    a->has_ctx = true;
+    return NNK_OK;
+}
+
+nnk_status nnk_args_output(nnk_args *a, int32_t i, nnk_array **out)
+{
+    if (!a || !out)
+        return rt_error(NNK_EINVAL, "nnk_args_output: %s is NULL", !a ? "args" : "out");
+    if (i < 0 || i >= a->nout)
+        return rt_error(NNK_EINVAL, "nnk_args_output: no output %d (the last launch gave %d)", i, a->nout);
+    *out = nnk_array_retain(a->outputs[i]);
+    return NNK_OK;
+}
+
+int32_t nnk_args_output_count(const nnk_args *a)
+{
+    return a ? a->nout : 0;
+}
+
+/* ---- kernels --------------------------------------------------------------------- */
+
+nnk_status rt_kernel_init(nnk_kernel *k, rt_kernel_kind kind, const nnk_context *ctx, const char *name)
+{
+    k->kind = kind;
+    k->opt_level = 2;
+    pthread_mutex_init(&k->lock, NULL);
+    if (!(k->name = rt_strdup(name ? name : "?")))
+        return NNK_ENOMEM;
+    if (ctx && nnk_context_clone(ctx, &k->ctx))
+        return NNK_ENOMEM;
+    return NNK_OK;
+}
+
+void rt_kernel_fini(nnk_kernel *k)
+{
+    while (k->instances) {
+        rt_instance *i = k->instances;
+        k->instances = i->next;
+        i->ext->ops->kernel_free(i->ext->state, &i->k);
+        free(i);
+    }
+    nnk_context_free(k->ctx);
+    free(k->name);
+    pthread_mutex_destroy(&k->lock);
+}
+
+/* Checks a descriptor of linked or compiled code and copies its interface. */
+static nnk_status adopt_desc(nnk_kernel *k, const nnk_kernel_desc *d)
+{
+    if (d->abi != NNK_ABI_VERSION)
+        return rt_error(NNK_EABI, "kernel descriptor for ABI version %d; the runtime has version %d", d->abi,
+                        NNK_ABI_VERSION);
+    const char *what = NULL;
+    int32_t ntensors = 0, nscalars = 0;
+    if (d->nparams < 0 || d->nouts < 1 || d->nparams + d->nouts > RT_MAX_PARAMS || !d->params)
+        what = "bad parameter counts";
+    else if (!d->run)
+        what = "no run function";
+    else if (d->kind != NNK_KIND_ELEMENTWISE && d->kind != NNK_KIND_REDUCTION)
+        what = "bad kind";
+    else if (d->kind == NNK_KIND_REDUCTION && d->red_partial &&
+             (!d->red_merge || !d->red_final || !d->red_epilogue || (d->nphases > 0 && !d->state_size) || d->nphases < 0))
+        what = "red_partial without red_merge, red_final, red_epilogue or state_size";
+    for (int32_t p = 0; !what && p < d->nparams + d->nouts; p++) {
+        const nnk_param_desc *pd = &d->params[p];
+        bool out = p >= d->nparams;
+        if (!pd->name || (unsigned)pd->dtype >= NNK_DTYPE_COUNT)
+            what = "a parameter without a name or with a bad dtype";
+        else if (out && !(pd->flags & NNK_PARAM_TENSOR))
+            what = "a scalar output";
+        ntensors += (pd->flags & NNK_PARAM_TENSOR) != 0;
+        nscalars += !(pd->flags & NNK_PARAM_TENSOR);
+    }
+    if (!what && (ntensors > NNK_MAX_TENSORS || nscalars > NNK_MAX_SCALARS))
+        what = "too many parameters";
+    if (what)
+        return rt_error(NNK_EINVAL, "bad kernel descriptor '%s': %s", d->name ? d->name : "?", what);
+    k->desc = d;
+    k->reduction = d->kind == NNK_KIND_REDUCTION;
+    k->nout = d->nouts;
+    k->nin = d->nparams;
+    for (int32_t p = 0; p < d->nparams + d->nouts; p++) {
+        const nnk_param_desc *pd = &d->params[p];
+        k->params[p] = (rt_param){pd->name, (pd->flags & NNK_PARAM_TENSOR) != 0, p >= k->nin,
+                                  (pd->flags & NNK_PARAM_REDUCED) != 0, (pd->flags & NNK_PARAM_DEFAULT) != 0, -1,
+                                  (nnk_dtype)pd->dtype};
+    }
+    return NNK_OK;
+}
+
+static nnk_status new_kernel(const nnk_context *ctx, rt_kernel_kind kind, const char *name, nnk_kernel **out)
+{
+    nnk_kernel *k = rt_calloc(1, sizeof *k);
+    if (!k)
+        return NNK_ENOMEM;
+    nnk_status s = rt_kernel_init(k, kind, ctx, name);
+    if (s) {
+        rt_kernel_fini(k);
+        free(k);
+        return s;
+    }
+    rt_live_inc();
+    *out = k;
+    return NNK_OK;
+}
+
+nnk_status nnk_kernel_from_desc(const nnk_context *ctx, const nnk_kernel_desc *desc, nnk_kernel **out)
+{
+    if (!desc || !out)
+        return rt_error(NNK_EINVAL, "nnk_kernel_from_desc: %s is NULL", !desc ? "desc" : "out");
+    nnk_kernel *k;
+    nnk_status s = new_kernel(ctx, RT_KERNEL_DESC, desc->name, &k);
+    if (s)
+        return s;
+    if ((s = adopt_desc(k, desc))) {
+        nnk_kernel_free(k);
+        return s;
+    }
+    *out = k;
+    return NNK_OK;
+}
+
+nnk_status nnk_kernel_from_source(const nnk_context *ctx, const char *source, const char *symbol, nnk_kernel **out)
+{
+    if (!source || !symbol || !out)
+        return rt_error(NNK_EINVAL, "nnk_kernel_from_source: %s is NULL", !source ? "source" : !symbol ? "symbol" : "out");
+    nnk_context tmp;
+    const nnk_context *c = rt_context_or_default(ctx, &tmp);
+    if (!c)
+        return NNK_ENOMEM;
+    rt_ext *e = c->ext[0];
+    int32_t dev = c->device_id < e->ndevices ? c->device_id : 0;
+    nnk_status (*compile)(void *, int32_t, const nnk_kernel_source *, nnk_ext_kernel *) = RT_HOOK(e, kernel_compile);
+    if (!compile)
+        return rt_error(NNK_EUNSUPPORTED, "extension '%s' cannot compile source", e->ops->name);
+    nnk_kernel *k;
+    nnk_status s = new_kernel(ctx, RT_KERNEL_SOURCE, symbol, &k);
+    if (s)
+        return s;
+    rt_instance *inst = rt_calloc(1, sizeof *inst);
+    if (!inst) {
+        nnk_kernel_free(k);
+        return NNK_ENOMEM;
+    }
+    nnk_kernel_source src = {sizeof src, e->ops->target, source, symbol, k->opt_level, NULL};
+    s = compile(e->state, dev, &src, &inst->k);
+    if (!s && !inst->k.desc)
+        s = rt_error(NNK_EINTERNAL, "extension '%s' compiled no descriptor", e->ops->name);
+    if (s) {
+        free(inst);
+        nnk_kernel_free(k);
+        return s;
+    }
+    inst->ext = e;
+    inst->device = dev;
+    k->instances = inst;
+    k->ninstances = 1;
+    if ((s = adopt_desc(k, inst->k.desc))) {
+        nnk_kernel_free(k);
+        return s;
+    }
+    *out = k;
+    return NNK_OK;
+}
+
+void nnk_kernel_free(nnk_kernel *k)
+{
+    if (!k || k->kind == RT_KERNEL_MODULE)
+        return;
+    rt_kernel_fini(k);
+    free(k);
+    rt_live_dec();
+}
+
+const char *nnk_kernel_name(const nnk_kernel *k) { return k ? k->name : NULL; }
+int nnk_kernel_is_reduction(const nnk_kernel *k) { return k ? k->reduction : 0; }
+int32_t nnk_kernel_input_count(const nnk_kernel *k) { return k ? k->nin : 0; }
+int32_t nnk_kernel_output_count(const nnk_kernel *k) { return k ? k->nout : 0; }
+
+/* ---- launching ----------------------------------------------------------------------- */
+
+/* Everything one launch works out. */
+typedef struct call {
+    nnk_kernel *k;
+    const nnk_context *ctx;
+    const rt_arg *slot[RT_MAX_PARAMS];   /* the argument of each parameter, or NULL */
+    rt_ext *ext;
+    int32_t device;
+    uint8_t targs[RT_MAX_GENERICS];
+    uint8_t storage[NNK_MAX_TENSORS];
+    nnk_array *arrays[NNK_MAX_TENSORS];  /* tensor operands (retained), plan order */
+    int32_t nin_t;                        /* tensor inputs */
+} call;
+
+static void list_params(const nnk_kernel *k, rt_str *b)
+{
+    for (int32_t p = 0; p < k->nin + k->nout; p++)
+        rt_str_printf(b, "%s%s", p ? ", " : "", k->params[p].name);
+}
+
+static nnk_status bind_args(call *c, const nnk_args *a)
+{
+    nnk_kernel *k = c->k;
+    int32_t npos = 0, nposout = 0;
+    for (int32_t i = 0; i < a->n; i++) {
+        const rt_arg *g = &a->items[i];
+        int32_t p = -1;
+        if (g->name) {
+            for (int32_t q = 0; q < k->nin + k->nout && p < 0; q++)
+                if (strcmp(k->params[q].name, g->name) == 0)
+                    p = q;
+            if (p < 0) {
+                rt_str b = {0};
+                list_params(k, &b);
+                nnk_status s = rt_error(NNK_EINVAL, "kernel '%s' has no parameter '%s' (parameters: %s)", k->name,
+                                        g->name, b.s ? b.s : "");
+                rt_str_free(&b);
+                return s;
+            }
+        } else if (g->out) {
+            if (nposout == k->nout)
+                return rt_error(NNK_EINVAL, "kernel '%s' has %d output%s but %d were given", k->name, k->nout,
+                                k->nout == 1 ? "" : "s", nposout + 1);
+            p = k->nin + nposout++;
+        } else {
+            if (npos == k->nin)
+                return rt_error(NNK_EINVAL, "kernel '%s' takes %d input%s but %d were given", k->name, k->nin,
+                                k->nin == 1 ? "" : "s", npos + 1);
+            p = npos++;
+        }
+        const rt_param *pm = &k->params[p];
+        if (c->slot[p])
+            return rt_error(NNK_EINVAL, "kernel '%s': argument '%s' given twice", k->name, pm->name);
+        if (pm->tensor && !g->array)
+            return rt_error(NNK_EINVAL, "kernel '%s': parameter '%s' is an array, but a scalar was given", k->name,
+                            pm->name);
+        if (!pm->tensor && g->array)
+            return rt_error(NNK_EINVAL, "kernel '%s': parameter '%s' is a scalar, but an array was given", k->name,
+                            pm->name);
+        c->slot[p] = g;
+    }
+    for (int32_t p = 0; p < k->nin; p++) {
+        const rt_param *pm = &k->params[p];
+        if (c->slot[p] || (!pm->tensor && (pm->has_default || k->defaults[p].kind != RT_NONE)))
+            continue;
+        return rt_error(NNK_EINVAL, "kernel '%s': missing argument '%s'%s", k->name, pm->name,
+                        pm->tensor ? "" : " (a scalar without a default)");
+    }
+    if (!k->reduction && a->naxes >= 0)
+        return rt_error(NNK_EINVAL, "kernel '%s' is elementwise: it takes no reduction axes", k->name);
+    return NNK_OK;
+}
+
+/* The first backend of the context that can reach every array. */
+static nnk_status choose_backend(call *c)
+{
+    nnk_kernel *k = c->k;
+    const char *why = "";
+    for (int32_t b = 0; b < c->ctx->nbackends; b++) {
+        rt_ext *e = c->ctx->ext[b];
+        int32_t dev = c->ctx->device_id < e->ndevices ? c->ctx->device_id : 0;
+        if (e->ndevices == 0)
+            continue;
+        bool ok = true;
+        for (int32_t p = 0; ok && p < k->nin + k->nout; p++) {
+            const nnk_array *x = c->slot[p] ? c->slot[p]->array : NULL;
+            if (!x)
+                continue;
+            ok = rt_array_on_host(x) ? rt_ext_host_memory(e) : x->st->ext == e && x->st->device == dev;
+            if (!ok)
+                why = "the arrays are on another device";
+        }
+        if (ok && k->kind == RT_KERNEL_SOURCE && e != k->instances->ext)
+            ok = false, why = "the kernel's source was compiled for another backend";
+        if (ok && k->kind == RT_KERNEL_DESC && !RT_HOOK(e, kernel_load))
+            ok = false, why = "the extension cannot load linked kernels";
+        if (ok && k->kind == RT_KERNEL_MODULE && !RT_HOOK(e, kernel_compile))
+            ok = false, why = "the extension cannot compile kernels";
+        if (ok) {
+            c->ext = e;
+            c->device = dev;
+            return NNK_OK;
+        }
+    }
+    return rt_error(NNK_EUNSUPPORTED, "kernel '%s': no backend of the context (%s) can run it: %s", k->name,
+                    c->ctx->str, why);
+}
+
+/* Binds the type variables (module kernels) and the storage dtypes. */
+static nnk_status bind_types(call *c)
+{
+    nnk_kernel *k = c->k;
+    Type bound[RT_MAX_GENERICS];
+    int32_t from[RT_MAX_GENERICS];
+    for (int32_t v = 0; v < k->ngenerics; v++)
+        bound[v] = T_NONE, from[v] = -1;
+    /* inputs first; outputs only for variables no input binds */
+    for (int32_t pass = 0; pass < 2; pass++) {
+        for (int32_t p = pass ? k->nin : 0; p < (pass ? k->nin + k->nout : k->nin); p++) {
+            const rt_param *pm = &k->params[p];
+            if (!pm->tensor || pm->typevar < 0 || !c->slot[p])
+                continue;
+            int32_t v = pm->typevar;
+            if (pass && from[v] >= 0 && from[v] < k->nin)
+                continue;
+            Type t = (Type)c->slot[p]->array->dtype;
+            bound[v] = bound[v] == T_NONE ? t : type_promote(bound[v], t);
+            if (from[v] < 0)
+                from[v] = p;
+        }
+    }
+    for (int32_t v = 0; v < k->ngenerics; v++) {
+        TypeClass cls = (TypeClass)k->classes[v];
+        if (bound[v] == T_NONE) {
+            Type t = (Type)c->ctx->type_config;
+            bound[v] = type_in_class(t, cls) ? t : class_default(cls);
+        }
+        if (!type_in_class(bound[v], cls))
+            return rt_error(NNK_EDTYPE, "kernel '%s': type variable %s must be %s, but argument '%s' makes it %s",
+                            k->name, k->generic_names[v], class_name(cls), k->params[from[v]].name,
+                            type_name(bound[v]));
+        c->targs[v] = (uint8_t)bound[v];
+    }
+    int32_t t = 0;
+    for (int32_t p = 0; p < k->nin + k->nout; p++) {
+        const rt_param *pm = &k->params[p];
+        if (!pm->tensor)
+            continue;
+        nnk_dtype logical = pm->typevar >= 0 ? (nnk_dtype)c->targs[pm->typevar] : pm->type;
+        nnk_dtype have = c->slot[p] ? c->slot[p]->array->dtype : logical;
+        if (k->kind != RT_KERNEL_MODULE && have != logical)
+            return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' has dtype %s, but the array has dtype %s", k->name,
+                            pm->name, nnk_dtype_name(logical), nnk_dtype_name(have));
+        c->storage[t++] = (uint8_t)have;
+    }
+    return NNK_OK;
+}
+
+/* The instance for the call's backend and dtypes, made on first use. */
+static nnk_status find_instance(call *c, rt_instance **out)
+{
+    nnk_kernel *k = c->k;
+    pthread_mutex_lock(&k->lock);
+    for (rt_instance *i = k->instances; i; i = i->next) {
+        if (i->ext == c->ext && i->device == c->device && memcmp(i->targs, c->targs, sizeof c->targs) == 0 &&
+            memcmp(i->storage, c->storage, sizeof c->storage) == 0) {
+            pthread_mutex_unlock(&k->lock);
+            *out = i;
+            return NNK_OK;
+        }
+    }
+    rt_instance *i = rt_calloc(1, sizeof *i);
+    nnk_status s = i ? NNK_OK : NNK_ENOMEM;
+    if (i) {
+        i->ext = c->ext;
+        i->device = c->device;
+        memcpy(i->targs, c->targs, sizeof c->targs);
+        memcpy(i->storage, c->storage, sizeof c->storage);
+        if (k->kind == RT_KERNEL_MODULE) {
+            s = rt_module_instance(k, i);
+        } else {
+            nnk_status (*ld)(void *, int32_t, const nnk_kernel_desc *, nnk_ext_kernel *) = RT_HOOK(c->ext, kernel_load);
+            s = ld(c->ext->state, c->device, k->desc, &i->k);
+            if (!s && !i->k.desc)
+                i->k.desc = k->desc;
+        }
+    }
+    if (!s) {
+        i->next = k->instances;
+        k->instances = i;
+        k->ninstances++;
+        *out = i;
+    } else {
+        free(i);
+    }
+    pthread_mutex_unlock(&k->lock);
+    return s;
+}
+
+static void format_shape(char *buf, size_t n, int32_t ndim, const int64_t *shape)
+{
+    size_t len = (size_t)snprintf(buf, n, "(");
+    for (int32_t d = 0; d < ndim && len < n; d++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (len < n)
+        snprintf(buf + len, n - len, ndim == 1 ? ",)" : ")");
+}
+
+/* The iteration shape of the inputs (numpy broadcasting; plan.h checks it
+ * again with full messages), for allocating outputs. */
+static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64_t *shape, int32_t *rndim,
+                                int64_t *rshape)
+{
+    nnk_kernel *k = c->k;
+    *ndim = 0;
+    bool any = false;
+    for (int32_t p = 0; p < k->nin + k->nout; p++) {
+        const nnk_array *x = c->slot[p] ? c->slot[p]->array : NULL;
+        if (!x || (p >= k->nin && (k->params[p].reduced || any)))
+            continue;
+        if (p >= k->nin) { /* no input: a given full-shape output decides */
+            *ndim = x->ndim;
+            memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+            any = true;
+            break;
+        }
+        any = true;
+        for (int32_t d = *ndim; d < x->ndim; d++) {
+            memmove(shape + 1, shape, sizeof(int64_t) * (size_t)d);
+            shape[0] = 1;
+        }
+        if (x->ndim > *ndim)
+            *ndim = x->ndim;
+        for (int32_t d = 0; d < x->ndim; d++) {
+            int64_t *e = &shape[*ndim - x->ndim + d];
+            if (x->shape[d] != 1 && *e != 1 && *e != x->shape[d]) {
+                char have[256], want[256];
+                format_shape(have, sizeof have, x->ndim, x->shape);
+                format_shape(want, sizeof want, *ndim, shape);
+                return rt_error(NNK_ESHAPE, "kernel '%s': shapes do not broadcast: argument '%s' has shape %s where the others give %s",
+                                k->name, k->params[p].name, have, want);
+            }
+            if (*e == 1)
+                *e = x->shape[d];
+        }
+    }
+    if (!any)
+        return rt_error(NNK_EINVAL, "kernel '%s' has no array input: pass its outputs (nnk_args_out)", k->name);
+    uint8_t red[NNK_MAX_DIMS] = {0};
+    if (k->reduction) {
+        for (int32_t i = 0; i < (a->naxes < 0 ? *ndim : a->naxes); i++) {
+            int32_t ax = a->naxes < 0 ? i : a->axes[i] < 0 ? a->axes[i] + *ndim : a->axes[i];
+            if (ax < 0 || ax >= *ndim || red[ax])
+                return rt_error(NNK_ESHAPE, "kernel '%s': reduction axis %d is %s for %d dimensions", k->name,
+                                a->naxes < 0 ? i : a->axes[i], ax < 0 || ax >= *ndim ? "out of range" : "repeated",
+                                *ndim);
+            red[ax] = 1;
+        }
+    }
+    *rndim = 0;
+    for (int32_t d = 0; d < *ndim; d++)
+        if (!red[d] || a->keepdims)
+            rshape[(*rndim)++] = red[d] ? 1 : shape[d];
+    return NNK_OK;
+}
+
+static nnk_status launch(call *c, nnk_args *a)
+{
+    nnk_kernel *k = c->k;
+    nnk_status s = bind_args(c, a);
+    if (s || (s = choose_backend(c)) || (s = bind_types(c)))
+        return s;
+    rt_instance *inst;
+    if ((s = find_instance(c, &inst)))
+        return s;
+    const nnk_kernel_desc *d = inst->k.desc;
+    if (d->nparams != k->nin || d->nouts != k->nout || (d->kind == NNK_KIND_REDUCTION) != k->reduction)
+        return rt_error(NNK_EINTERNAL, "kernel '%s': the compiled descriptor does not match the kernel's interface",
+                        k->name);
+
+    /* Tensor operands in plan order; missing outputs are allocated. */
+    int32_t ndim = -1, rndim = 0, nt = 0;
+    int64_t shape[NNK_MAX_DIMS], rshape[NNK_MAX_DIMS];
+    uint8_t reduced[NNK_MAX_TENSORS] = {0};
+    for (int32_t p = 0; p < k->nin + k->nout; p++) {
+        if (!(d->params[p].flags & NNK_PARAM_TENSOR))
+            continue;
+        nnk_array *x = c->slot[p] ? nnk_array_retain(c->slot[p]->array) : NULL;
+        bool red = (d->params[p].flags & NNK_PARAM_REDUCED) != 0;
+        if (!x) {
+            if (ndim < 0 && (s = result_shapes(c, a, &ndim, shape, &rndim, rshape)))
+                return s;
+            s = rt_array_alloc(c->ext, c->device, (nnk_dtype)c->storage[nt], red ? rndim : ndim, red ? rshape : shape,
+                               &x);
+            if (s)
+                return s;
+        }
+        c->arrays[nt] = x;
+        reduced[nt] = red;
+        if (p < k->nin)
+            c->nin_t++;
+        nt++;
+    }
+    nnk_view views[NNK_MAX_TENSORS];
+    const nnk_view *vp[NNK_MAX_TENSORS];
+    for (int32_t t = 0; t < nt; t++) {
+        nnk_array *x = c->arrays[t];
+        views[t] = (nnk_view){rt_array_ptr(x), x->ndim, x->shape, x->strides};
+        vp[t] = &views[t];
+    }
+    nnk_plan plan;
+    s = rt_plan_build(&plan, c->nin_t, nt - c->nin_t, vp, reduced, k->reduction, a->naxes < 0 ? 0 : a->naxes,
+                      a->naxes < 0 ? NULL : a->axes);
+    if (s)
+        return rt_error_prefix(s, "kernel '%s'", k->name);
+    int32_t j = 0;
+    for (int32_t p = 0; p < k->nin; p++) {
+        const nnk_param_desc *pd = &d->params[p];
+        if (pd->flags & NNK_PARAM_TENSOR)
+            continue;
+        const rt_value *v = c->slot[p] ? &c->slot[p]->value : &k->defaults[p];
+        nnk_dtype t = (nnk_dtype)pd->dtype;
+        plan.scalars[j++] = v->kind == RT_F64 ? rt_scalar_from_f64(t, v->v.f)
+                            : v->kind == RT_I64 ? rt_scalar_from_i64(t, v->v.i)
+                                                : pd->dflt;
+    }
+    if (d->argmax_empty_error && plan.nreduced == 0 && plan.nkept > 0)
+        return rt_error(NNK_ESHAPE, "kernel '%s': argmax/argmin of an empty slice", k->name);
+    if ((s = c->ext->ops->launch(c->ext->state, c->device, &inst->k, &plan)))
+        return s;
+    for (int32_t t = c->nin_t; t < nt; t++) {
+        a->outputs[a->nout++] = c->arrays[t];
+        c->arrays[t] = NULL;
+    }
+    return NNK_OK;
+}
+
+nnk_status nnk_launch(nnk_kernel *k, nnk_args *a)
+{
+    if (!k || !a)
+        return rt_error(NNK_EINVAL, "nnk_launch: %s is NULL", !k ? "kernel" : "args");
+    clear_outputs(a);
+    nnk_context tmp;
+    call c = {.k = k};
+    c.ctx = a->has_ctx ? &a->ctx : rt_context_or_default(k->ctx, &tmp);
+    if (!c.ctx)
+        return NNK_ENOMEM;
+    nnk_status s = launch(&c, a);
+    for (int32_t t = 0; t < NNK_MAX_TENSORS; t++)
+        nnk_array_free(c.arrays[t]);
+    return s;
+}

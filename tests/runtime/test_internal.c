@@ -1,0 +1,137 @@
+/* test_internal.c - CUnit tests of libnnk's internals: SHA-256 against
+ * the FIPS 180-4 / NIST vectors, the kw parser, the allocator's size
+ * classes, the cache entry trailer. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void sha(const void *data, size_t n, char hex[65])
+{
+    rt_sha256 s;
+    uint8_t d[32];
+    rt_sha256_init(&s);
+    rt_sha256_update(&s, data, n);
+    rt_sha256_final(&s, d);
+    rt_sha256_hex(d, hex);
+}
+
+static void test_sha256(void)
+{
+    char hex[65];
+    sha("", 0, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    sha("abc", 3, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha(two, strlen(two), hex);
+    CU_ASSERT_STRING_EQUAL(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    /* one million 'a', fed in uneven pieces */
+    rt_sha256 s;
+    uint8_t d[32];
+    char buf[997];
+    memset(buf, 'a', sizeof buf);
+    rt_sha256_init(&s);
+    size_t left = 1000000;
+    while (left) {
+        size_t n = left < sizeof buf ? left : sizeof buf;
+        rt_sha256_update(&s, buf, n);
+        left -= n;
+    }
+    rt_sha256_final(&s, d);
+    rt_sha256_hex(d, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    /* 55, 56 and 64 bytes: the padding boundaries */
+    memset(buf, 'x', 64);
+    sha(buf, 55, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "d5e285683cd4efc02d021a5c62014694958901005d6f71e89e0989fac77e4072");
+    sha(buf, 56, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "04c26261370ee7541549d16dee320c723e3fd14671e66a099afe0a377c16888e");
+    sha(buf, 64, hex);
+    CU_ASSERT_STRING_EQUAL(hex, "7ce100971f64e7001e8fe5a51973ecdfe1ced42befe7ee8d5fd6219506b5393c");
+}
+
+static void test_kw(void)
+{
+    rt_kw kw;
+    CU_ASSERT_EQUAL(rt_kw_parse(" device_id=1,type_config=half  x_2=a:b ", "test", &kw), NNK_OK);
+    CU_ASSERT_EQUAL(kw.n, 3);
+    CU_ASSERT_STRING_EQUAL(rt_kw_take(&kw, "x_2"), "a:b");
+    int64_t v = 0;
+    CU_ASSERT_EQUAL(rt_kw_int(&kw, "device_id", 0, 3, &v), NNK_OK);
+    CU_ASSERT_EQUAL(v, 1);
+    CU_ASSERT_EQUAL(rt_kw_check_unused(&kw, "test"), NNK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(nnk_last_error(), "type_config"));
+    CU_ASSERT_PTR_NULL(rt_kw_take(&kw, "absent"));
+    rt_kw_take(&kw, "type_config");
+    CU_ASSERT_EQUAL(rt_kw_check_unused(&kw, "test"), NNK_OK);
+    rt_kw_free(&kw);
+    CU_ASSERT_EQUAL(rt_kw_parse(NULL, "test", &kw), NNK_OK);
+    CU_ASSERT_EQUAL(kw.n, 0);
+    rt_kw_free(&kw);
+    CU_ASSERT_EQUAL(rt_kw_parse("a=1 2b=3", "test", &kw), NNK_EINVAL);
+    CU_ASSERT_EQUAL(rt_kw_parse("a = 1", "test", &kw), NNK_EINVAL);
+    CU_ASSERT_EQUAL(rt_kw_parse("a=1 a=2", "test", &kw), NNK_EINVAL);
+    CU_ASSERT_EQUAL(rt_kw_parse("n=12", "test", &kw), NNK_OK);
+    CU_ASSERT_EQUAL(rt_kw_int(&kw, "n", 0, 10, &v), NNK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(nnk_last_error(), "'n'"));
+    rt_kw_free(&kw);
+}
+
+static void test_size_classes(void)
+{
+    CU_ASSERT_EQUAL(rt_size_class(0), 256);
+    CU_ASSERT_EQUAL(rt_size_class(256), 256);
+    CU_ASSERT_EQUAL(rt_size_class(257), 320);
+    CU_ASSERT_EQUAL(rt_size_class(1000), 1024);
+    CU_ASSERT_EQUAL(rt_size_class(1025), 1280);
+    CU_ASSERT_EQUAL(rt_size_class(4000), 4096);
+    CU_ASSERT_EQUAL(rt_size_class(3 << 20), 3 << 20);
+    for (size_t n = 1; n < (1u << 24); n = n * 3 + 1) {
+        size_t c = rt_size_class(n);
+        CU_ASSERT_TRUE(c >= n && (c <= 256 || c - n <= c / 4));
+        CU_ASSERT_EQUAL(c % 64, 0);
+    }
+}
+
+static void test_cache_entry(void)
+{
+    char dir[] = "/tmp/nnk-test-internal-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char tmp[128], path[128];
+    snprintf(tmp, sizeof tmp, "%s/e.tmp", dir);
+    snprintf(path, sizeof path, "%s/e.so", dir);
+    FILE *f = fopen(tmp, "w");
+    fputs("not really an ELF object", f);
+    fclose(f);
+    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_ENOTFOUND);
+    CU_ASSERT_EQUAL(rt_cache_commit(tmp, path), NNK_OK);
+    CU_ASSERT_EQUAL(access(tmp, F_OK), -1);
+    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_OK);
+    f = fopen(path, "r+");
+    fputc('N', f); /* flip the first byte */
+    fclose(f);
+    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_EIO);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1); /* removed */
+    rmdir(dir);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("internal", NULL, NULL);
+    CU_add_test(s, "sha256", test_sha256);
+    CU_add_test(s, "kw", test_kw);
+    CU_add_test(s, "size_classes", test_size_classes);
+    CU_add_test(s, "cache_entry", test_cache_entry);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    nnk_shutdown();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Runs a subset of the runtime tests under valgrind: no leaks, no invalid
+# accesses.  Skipped (77) without valgrind and in sanitizer builds.
+: "${top_builddir:=.}"
+command -v valgrind >/dev/null 2>&1 || exit 77
+grep -q 'fsanitize' "$top_builddir/Makefile" 2>/dev/null && grep -q '^SAN_FLAGS = -f' "$top_builddir/Makefile" && exit 77
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-valgrind.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+status=0
+for t in errors contexts arrays conversions allocator abi_saxpy abi_reductions backends jit_caches jit_errors threads module jit_fn; do
+    NNK_TEST_ONLY=$t NNK_CACHE_DIR="$tmp/cache" "$top_builddir/libtool" --mode=execute \
+        valgrind -q --leak-check=full --errors-for-leak-kinds=definite,possible --error-exitcode=1 \
+        --suppressions=/dev/null "$top_builddir/tests/runtime/test_runtime" >"$tmp/$t.log" 2>&1 \
+        || { echo "valgrind: $t failed"; cat "$tmp/$t.log"; status=1; }
+done
+exit $status
