@@ -172,7 +172,7 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
             if (target == NNKC_TARGET_C)
                 emit_c_file(c, &one, &eo, &out);
             else
-                diag_error_plain(c, "the CUDA target is not available in this build");
+                emit_cuda_file(c, &one, &eo, &out);
             if (c->error_events == events) {
                 src = buf_detach(&out);
                 if (symbol) {

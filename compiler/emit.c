@@ -11,6 +11,7 @@
 #include "nnkc.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *type_suffix(Type t)
@@ -316,4 +317,198 @@ void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const 
         emit_expr(ac, i, out);
         buf_puts(out, ";\n");
     }
+}
+
+/* ---- reducers: identity, step, merge and final as statements --------------- */
+
+bool red_is_arg(const IrReducer *r)
+{
+    return r->kind == R_ARGMAX || r->kind == R_ARGMIN;
+}
+
+void emit_red_identity(const IrReducer *r, Buf *out)
+{
+    Type a = r->acc_type;
+    switch (r->kind) {
+    case R_SUM: case R_MEAN: case R_ANY: emit_literal(value_int(a, 0), a, out); break;
+    case R_PROD: case R_ALL: emit_literal(value_int(a, 1), a, out); break;
+    case R_MAX:
+    case R_MIN: {
+        bool mx = r->kind == R_MAX;
+        static const char *const lo[] = {"0", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "0", "0", "0", "0"};
+        static const char *const hi[] = {"1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX",
+                                         "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
+        if (type_is_float(a))
+            buf_puts(out, mx ? "-INFINITY" : "INFINITY");
+        else
+            buf_puts(out, mx ? lo[a] : hi[a]);
+        break;
+    }
+    case R_ARGMAX: case R_ARGMIN: buf_puts(out, "0"); break;
+    default: nnkc_assert(!"reduce() has an identity node");
+    }
+}
+
+/* acc = acc (+) v, where acc and v have the accumulator type; for
+ * argmax/argmin idxv and idx are the index lvalue and the new index.
+ * `comb` names reduce()'s combine function (called as comb(p, a, b)). */
+void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
+                   const char *idx, Buf *out)
+{
+    Type a = r->acc_type;
+    const char *sfx = type_suffix(a);
+    switch (r->kind) {
+    case R_SUM: case R_MEAN:
+        if (type_is_int(a))
+            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", acc, sfx, acc, v);
+        else
+            buf_printf(out, "%s = %s + %s;\n", acc, acc, v);
+        break;
+    case R_PROD:
+        if (type_is_int(a))
+            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", acc, sfx, acc, v);
+        else
+            buf_printf(out, "%s = %s * %s;\n", acc, acc, v);
+        break;
+    case R_MAX: case R_MIN: {
+        const char *cmp = r->kind == R_MAX ? ">" : "<";
+        if (type_is_float(a))
+            buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
+        else
+            buf_printf(out, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
+        break;
+    }
+    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", acc, acc, v); break;
+    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", acc, acc, v); break;
+    case R_ARGMAX: case R_ARGMIN:
+        buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin", sfx, acc, idxv, v,
+                   idx);
+        break;
+    case R_CUSTOM:
+        buf_printf(out, "%s = %s(p, %s, %s);\n", acc, comb, acc, v);
+        break;
+    default:
+        nnkc_assert(!"reducer");
+    }
+}
+
+/* Two partial states: a = a (+) b; max/min keep NaN from either side. */
+void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const char *b, const char *ax,
+                    const char *bx, Buf *out)
+{
+    if (r->kind == R_MAX || r->kind == R_MIN)
+        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", a, r->kind == R_MAX ? "max" : "min", type_suffix(r->acc_type), a,
+                   b);
+    else
+        emit_red_step(r, comb, a, b, ax, bx, out);
+}
+
+/* The finished value (compute type of the result) from a state. */
+void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const char *n, Buf *out)
+{
+    Type res = type_compute(r->res_type);
+    switch (r->kind) {
+    case R_MEAN:
+        if (type_is_float(r->acc_type)) {
+            Buf q = {0};
+            buf_printf(&q, "%s / (%s)%s", acc, ctype(r->acc_type), n);
+            emit_convert(r->acc_type, res, q.data, out);
+            buf_free(&q);
+        } else {
+            buf_printf(out, "(double)%s / (double)%s", acc, n);
+        }
+        break;
+    case R_ARGMAX: case R_ARGMIN:
+        buf_puts(out, idxv);
+        break;
+    default:
+        emit_convert(r->acc_type, res, acc, out);
+    }
+}
+
+/* ---- what every emitter knows of an instance ------------------------------- */
+
+void emit_operands_init(EmitOperands *o, const Instance *in)
+{
+    memset(o, 0, sizeof *o);
+    o->in = in;
+    o->k = in->ir;
+    for (int i = 0; i < in->nparams; i++) {
+        const InstParam *p = &in->params[i];
+        if (p->tensor) {
+            o->storage[o->nops] = p->storage;
+            o->type[o->nops] = p->type;
+            o->name[o->nops] = p->name;
+            o->nops++;
+        } else {
+            o->scalar_type[o->nscalars] = p->type;
+            o->scalar_name[o->nscalars] = p->name;
+            o->nscalars++;
+        }
+    }
+    for (int i = 0; i < in->nouts; i++) {
+        const InstParam *p = &in->outs[i];
+        o->storage[o->nops] = p->storage;
+        o->type[o->nops] = p->type;
+        o->reduced[o->nops] = !p->tensor;
+        o->output[o->nops] = true;
+        o->name[o->nops] = p->name;
+        o->nops++;
+    }
+}
+
+const char *emit_scalar_member(Type t)
+{
+    switch (t) {
+    case T_BOOL: return "b";
+    case T_F16: case T_BF16: return "u16";
+    default: return type_name(t);
+    }
+}
+
+/* "const float s0 = <plan>scalars[0].f32;" for each scalar parameter. */
+void emit_read_scalars(const EmitOperands *o, const char *plan, Buf *out)
+{
+    for (int s = 0; s < o->nscalars; s++) {
+        char src[96];
+        snprintf(src, sizeof src, "%sscalars[%d].%s", plan, s, emit_scalar_member(o->scalar_type[s]));
+        buf_printf(out, "const %s s%d = ", ctype(o->scalar_type[s]), s);
+        emit_load(o->scalar_type[s], o->scalar_type[s], src, out);
+        buf_printf(out, ";\n(void)s%d;\n", s);
+    }
+}
+
+/* "(a: f32, x: f32[]) -> (z: f32[])" */
+void emit_signature(const Instance *in, Buf *out)
+{
+    buf_puts(out, "(");
+    for (int i = 0; i < in->nparams; i++)
+        buf_printf(out, "%s%s: %s%s", i ? ", " : "", in->params[i].name, type_name(in->params[i].type),
+                   in->params[i].tensor ? "[]" : "");
+    buf_puts(out, ") -> (");
+    for (int i = 0; i < in->nouts; i++)
+        buf_printf(out, "%s%s: %s%s", i ? ", " : "", in->outs[i].name, type_name(in->outs[i].type),
+                   in->outs[i].tensor ? "[]" : "");
+    buf_puts(out, ")");
+}
+
+/* Emits the nodes of `need` whose level is in [lo, hi]. */
+void emit_levels(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
+{
+    uint8_t *sel = calloc((size_t)ac->k->nnodes + 1, 1);
+    if (!sel)
+        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < ac->k->nnodes; i++)
+        sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
+    emit_nodes(ac, sel, NULL, "", out);
+    free(sel);
+}
+
+/* Whether the marked nodes load tensor operand `op`. */
+bool emit_loads(const IrKernel *k, const uint8_t *need, int op)
+{
+    for (int i = 0; i < k->nnodes; i++)
+        if (need[i] && k->nodes[i].op == IR_LOAD && k->nodes[i].aux == op)
+            return true;
+    return false;
 }

@@ -400,11 +400,12 @@ static int compile_one(const Args *a, const char *path)
                 break;
             case MODE_SOURCE:
                 if (a->target == NNKC_TARGET_CUDA) {
-                    diag_error_plain(c, "--target=cuda is not available in this build yet");
-                    break;
+                    emit_cuda_file(c, &c->instances, &eo, &out);
+                    dest = dest ? dest : default_output(ar, path, ".cu");
+                } else {
+                    emit_c_file(c, &c->instances, &eo, &out);
+                    dest = dest ? dest : default_output(ar, path, ".c");
                 }
-                emit_c_file(c, &c->instances, &eo, &out);
-                dest = dest ? dest : default_output(ar, path, ".c");
                 break;
             case MODE_HEADER:
                 emit_header(c, &c->instances, &eo, &out);

@@ -524,6 +524,32 @@ void emit_store(Type logical, Type storage, const char *v, Buf *out);
 void emit_ref(const EmitAccess *ac, int id, Buf *out);
 void emit_expr(const EmitAccess *ac, int id, Buf *out);
 void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const char *indent, Buf *out);
+void emit_levels(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out);
+bool emit_loads(const IrKernel *k, const uint8_t *need, int op);
+
+/* An instance's operands (tensor parameters, then outputs) and scalars. */
+typedef struct EmitOperands {
+    const Instance *in;
+    const IrKernel *k;
+    int nops, nscalars;
+    Type storage[NNKC_MAX_PARAMS * 2 + 2], type[NNKC_MAX_PARAMS * 2 + 2];
+    bool reduced[NNKC_MAX_PARAMS * 2 + 2], output[NNKC_MAX_PARAMS * 2 + 2];
+    const char *name[NNKC_MAX_PARAMS * 2 + 2];
+    Type scalar_type[NNKC_MAX_PARAMS * 2 + 2];
+    const char *scalar_name[NNKC_MAX_PARAMS * 2 + 2];
+} EmitOperands;
+void emit_operands_init(EmitOperands *o, const Instance *in);
+const char *emit_scalar_member(Type t); /* the nnk_scalar member of a type */
+void emit_read_scalars(const EmitOperands *o, const char *plan, Buf *out);
+void emit_signature(const Instance *in, Buf *out);
+
+bool red_is_arg(const IrReducer *r);
+void emit_red_identity(const IrReducer *r, Buf *out);
+void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
+                   const char *idx, Buf *out);
+void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const char *b, const char *ax,
+                    const char *bx, Buf *out);
+void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const char *n, Buf *out);
 
 /* ===================================================================== */
 /* emit_c.c, emit_cuda.c, emit_header.c: whole files                      */

@@ -1,0 +1,372 @@
+/* emit_cuda.c - the CUDA back end: fills templates/cuda/ for every instance.
+ *
+ * The expressions are emit.c's, shared with the C back end; this file
+ * decides how operands are addressed in each kernel (vector registers,
+ * flat indices, plan offsets) and writes the reducer states, their warp
+ * shuffles and their merges.  docs/cuda-backend.md describes the kernels
+ * and the CUDA primitives they may use.
+ */
+#include "nnkc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { CU_VEC, CU_FLAT, CU_OFF, CU_SLICE } CuMode;
+
+typedef struct CuAccess {
+    CuMode mode;
+} CuAccess;
+
+static void cu_operand(const EmitAccess *ac, int op, Buf *out)
+{
+    const CuAccess *m = ac->user;
+    switch (m->mode) {
+    case CU_VEC: buf_printf(out, "l%d.e[j]", op); break;
+    case CU_FLAT: buf_printf(out, "g%d[i]", op); break;
+    case CU_OFF: buf_printf(out, "g%d[off[%d]]", op, op); break;
+    case CU_SLICE: buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op); break;
+    }
+}
+
+static EmitAccess cu_access(Compiler *c, const EmitOperands *o, const CuAccess *m)
+{
+    EmitAccess ac = {.k = o->k, .operand = cu_operand, .n = "n_red", .red_fmt = "f->r%d", .user = m};
+    switch (m->mode) {
+    case CU_VEC: case CU_FLAT: ac.idx = "idx"; break;
+    case CU_OFF: ac.idx = "idx"; break;
+    case CU_SLICE: ac.idx = arena_printf(c->arena, "(b[%d] + ro[%d])", o->nops, o->nops); break;
+    }
+    return ac;
+}
+
+static const char *dup(Compiler *c, Buf *b)
+{
+    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
+    buf_free(b);
+    return s;
+}
+
+static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
+{
+    uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
+    if (!need)
+        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    ir_mark(k, roots, n, L_CONST, need);
+    return need;
+}
+
+/* Typed pointers g<k> to every operand the code touches. */
+static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, Buf *out)
+{
+    for (int op = 0; op < o->nops; op++) {
+        bool used = o->output[op] ? outputs : emit_loads(o->k, need, op);
+        if (!used)
+            continue;
+        const char *cst = o->output[op] ? "" : "const ";
+        buf_printf(out, "%s%s *__restrict__ g%d = (%s%s *)p.data[%d];\n", cst, stype(o->storage[op]), op, cst,
+                   stype(o->storage[op]), op);
+    }
+}
+
+/* ---- elementwise --------------------------------------------------------------- */
+
+/* Bytes of one vector access: vec elements of the operand. */
+static const char *vec_type(int bytes)
+{
+    switch (bytes) {
+    case 2: return "unsigned short";
+    case 4: return "unsigned";
+    case 8: return "uint2";
+    case 16: return "uint4";
+    }
+    nnkc_assert(!"vector width");
+    return "uint4";
+}
+
+static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
+{
+    const IrKernel *k = o->k;
+    int32_t roots[NNKC_MAX_PARAMS * 2];
+    for (int i = 0; i < k->nouts; i++)
+        roots[i] = k->outs[i].node;
+    uint8_t *need = mark(k, roots, k->nouts);
+
+    int widest = 1;
+    for (int op = 0; op < o->nops; op++)
+        if (type_info[o->storage[op]].bits / 8 > widest)
+            widest = type_info[o->storage[op]].bits / 8;
+    int vec = 16 / widest;
+
+    CuAccess mv = {CU_VEC}, mf = {CU_FLAT}, mo = {CU_OFF};
+    EmitAccess av = cu_access(c, o, &mv), af = cu_access(c, o, &mf), ao = cu_access(c, o, &mo);
+    Buf uni = {0}, vb = {0}, fb = {0}, ob = {0}, loads = {0}, stores = {0}, ptrs = {0};
+    emit_levels(&af, need, L_CONST, L_ROW, &uni);
+    emit_levels(&av, need, L_ELEM, L_ELEM, &vb);
+    emit_levels(&af, need, L_ELEM, L_ELEM, &fb);
+    emit_levels(&ao, need, L_ELEM, L_ELEM, &ob);
+    pointers(o, need, true, &ptrs);
+    for (int op = 0; op < o->nops; op++) {
+        int bytes = vec * type_info[o->storage[op]].bits / 8;
+        if (o->output[op]) {
+            buf_printf(&loads, "union { %s w; %s e[%d]; } l%d;\n", vec_type(bytes), stype(o->storage[op]), vec, op);
+            buf_printf(&stores, "((%s *)g%d)[v] = l%d.w;\n", vec_type(bytes), op, op);
+        } else if (emit_loads(k, need, op)) {
+            buf_printf(&loads, "union { %s w; %s e[%d]; } l%d;\n", vec_type(bytes), stype(o->storage[op]), vec, op);
+            buf_printf(&loads, "l%d.w = __ldg((const %s *)g%d + v);\n", op, vec_type(bytes), op);
+        }
+    }
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *out = &k->outs[i];
+        int op = k->nloads + i;
+        Buf v = {0};
+        emit_ref(&af, out->node, &v);
+        Buf st = {0};
+        emit_store(out->type, out->storage, v.data, &st);
+        buf_printf(&vb, "l%d.e[j] = %s;\n", op, st.data);
+        buf_printf(&fb, "g%d[i] = %s;\n", op, st.data);
+        buf_printf(&ob, "g%d[off[%d]] = %s;\n", op, op, st.data);
+        buf_free(&v);
+        buf_free(&st);
+    }
+    static const char *const itypes[2][2] = {{"c", "unsigned"}, {"c64", "unsigned long long"}};
+    for (int t = 0; t < 2; t++) {
+        TDict *e = tpush(d, "index_types");
+        tset(e, "suffix", itypes[t][0]);
+        tset(e, "itype", itypes[t][1]);
+    }
+    tsetf(d, "vec", "%d", vec);
+    tset(d, "uniform_code", dup(c, &uni));
+    tset(d, "vec_body", dup(c, &vb));
+    tset(d, "flat_body", dup(c, &fb));
+    tset(d, "off_body", dup(c, &ob));
+    tset(d, "vec_loads", dup(c, &loads));
+    tset(d, "vec_stores", dup(c, &stores));
+    tset(d, "ptrs", dup(c, &ptrs));
+    free(need);
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+/* A state field through a warp shuffle: 8/16-bit and bool fields go as int,
+ * 64-bit integers as (unsigned) long long. */
+static void shfl_field(Type t, const char *field, Buf *out)
+{
+    const char *via;
+    switch (t) {
+    case T_F32: case T_F16: case T_BF16: via = "float"; break;
+    case T_F64: via = "double"; break;
+    case T_I64: via = "long long"; break;
+    case T_U64: via = "unsigned long long"; break;
+    case T_U32: via = "unsigned"; break;
+    default: via = "int"; break;
+    }
+    buf_printf(out, "o.%s = (%s)nnk_shfl_down((%s)s->%s, d);\n", field, ctype(t), via, field);
+}
+
+static void combine_functions(Compiler *c, const EmitOperands *o, const char *name, Buf *out)
+{
+    const IrKernel *k = o->k;
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->kind != R_CUSTOM)
+            continue;
+        uint8_t *need = mark(k, &r->combine, 1);
+        CuAccess m = {CU_SLICE};
+        EmitAccess ac = cu_access(c, o, &m);
+        const char *A = ctype(r->acc_type);
+        Buf body = {0};
+        emit_read_scalars(o, "p.", &body);
+        emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
+        Buf v = {0};
+        emit_ref(&ac, r->combine, &v);
+        buf_printf(&body, "return %s;\n", v.data);
+        buf_free(&v);
+        buf_printf(out, "\nNNK_DEVICE %s %s__comb%d(const nnk_cuda_plan &p, %s la, %s lb)\n{\n    (void)la;\n    (void)lb;\n",
+                   A, name, ri, A, A);
+        for (char *line = body.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(out, "}\n");
+        buf_free(&body);
+        free(need);
+    }
+}
+
+static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
+{
+    const IrKernel *k = o->k;
+    const char *name = o->in->name;
+    tsetf(d, "nphases", "%d", k->nphases);
+    Buf combs = {0};
+    combine_functions(c, o, name, &combs);
+    tset(d, "combine_fns", dup(c, &combs));
+
+    Buf fin = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
+    if (!k->nreds)
+        buf_puts(&fin, "char unused_;\n");
+    tset(d, "fin_fields", dup(c, &fin));
+
+    for (int ph = 1; ph <= k->nphases; ph++) {
+        TDict *P = tpush(d, "phases");
+        tsetf(P, "phase", "%d", ph);
+        int32_t roots[256];
+        int nroots = 0;
+        Buf fields = {0}, init = {0}, merge = {0}, final = {0}, step = {0}, shfl = {0}, ident = {0};
+        for (int ri = 0; ri < k->nreds; ri++) {
+            const IrReducer *r = &k->reds[ri];
+            if (r->phase != ph)
+                continue;
+            if (nroots < 256)
+                roots[nroots++] = r->arg;
+            char comb[160], a[32], x[32], sa[32], sb[32], xa[32], xb[32], fa[32], fx[32], fld[32];
+            snprintf(comb, sizeof comb, "%s__comb%d", name, ri);
+            buf_printf(&fields, "%s a%d;\n", ctype(r->acc_type), ri);
+            snprintf(fld, sizeof fld, "a%d", ri);
+            shfl_field(r->acc_type, fld, &shfl);
+            if (red_is_arg(r)) {
+                buf_printf(&fields, "int64_t x%d;\n", ri);
+                snprintf(fld, sizeof fld, "x%d", ri);
+                shfl_field(T_I64, fld, &shfl);
+            }
+            Buf id = {0};
+            if (r->kind == R_CUSTOM) {
+                uint8_t *need = mark(k, &r->ident, 1);
+                CuAccess m = {CU_SLICE};
+                EmitAccess ac = cu_access(c, o, &m);
+                emit_levels(&ac, need, L_CONST, L_UNIFORM, &ident);
+                emit_ref(&ac, r->ident, &id);
+                free(need);
+            } else {
+                emit_red_identity(r, &id);
+            }
+            buf_printf(&init, "s->a%d = %s;\n", ri, id.data);
+            if (red_is_arg(r))
+                buf_printf(&init, "s->x%d = -1;\n", ri);
+            buf_free(&id);
+            /* the element's value, converted to the accumulator type */
+            CuAccess m = {CU_SLICE};
+            EmitAccess ac = cu_access(c, o, &m);
+            Buf v = {0}, vc = {0};
+            emit_ref(&ac, r->arg, &v);
+            emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
+            snprintf(a, sizeof a, "s->a%d", ri);
+            snprintf(x, sizeof x, "s->x%d", ri);
+            emit_red_step(r, comb, a, vc.data, x, "i", &step);
+            buf_free(&v);
+            buf_free(&vc);
+            snprintf(sa, sizeof sa, "a->a%d", ri);
+            snprintf(sb, sizeof sb, "b->a%d", ri);
+            snprintf(xa, sizeof xa, "a->x%d", ri);
+            snprintf(xb, sizeof xb, "b->x%d", ri);
+            emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
+            snprintf(fa, sizeof fa, "s->a%d", ri);
+            snprintf(fx, sizeof fx, "s->x%d", ri);
+            buf_printf(&final, "f->r%d = ", ri);
+            emit_red_final(r, fa, fx, "n_red", &final);
+            buf_puts(&final, ";\n");
+        }
+        uint8_t *need = mark(k, roots, nroots);
+        CuAccess m = {CU_SLICE};
+        EmitAccess ac = cu_access(c, o, &m);
+        Buf pro = {0}, body = {0}, ptrs = {0}, rs = {0};
+        emit_levels(&ac, need, L_CONST, L_ROW, &pro);
+        emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
+        pointers(o, need, false, &ptrs);
+        emit_read_scalars(o, "p.", &rs);
+        tset(P, "read_scalars", dup(c, &rs));
+        tset(P, "state_fields", fields.data ? dup(c, &fields) : "char unused_;");
+        tset(P, "ident_code", dup(c, &ident));
+        tset(P, "init_code", init.data ? dup(c, &init) : "(void)s;");
+        tset(P, "merge_code", merge.data ? dup(c, &merge) : "(void)a;\n(void)b;");
+        tset(P, "final_code", final.data ? dup(c, &final) : "(void)f;\n(void)s;");
+        tset(P, "step_code", dup(c, &step));
+        tset(P, "shfl_code", shfl.data ? dup(c, &shfl) : "o = *s;");
+        tset(P, "prologue_code", dup(c, &pro));
+        tset(P, "elem_body", dup(c, &body));
+        tset(P, "ptrs", dup(c, &ptrs));
+        free(need);
+        buf_free(&fields);
+        buf_free(&init);
+        buf_free(&merge);
+        buf_free(&final);
+        buf_free(&step);
+        buf_free(&shfl);
+    }
+    tlist(d, "phases");
+
+    /* the epilogue */
+    int32_t roots[NNKC_MAX_PARAMS * 2];
+    bool has_tensor = false;
+    for (int i = 0; i < k->nouts; i++) {
+        roots[i] = k->outs[i].node;
+        has_tensor |= k->outs[i].tensor;
+    }
+    uint8_t *need = mark(k, roots, k->nouts);
+    CuAccess m = {CU_SLICE};
+    EmitAccess ac = cu_access(c, o, &m);
+    Buf pro = {0}, body = {0}, ptrs = {0}, stores = {0}, rs = {0};
+    emit_levels(&ac, need, L_CONST, L_ROW, &pro);
+    emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
+    pointers(o, need, true, &ptrs);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *out = &k->outs[i];
+        int op = k->nloads + i;
+        Buf v = {0}, st = {0};
+        emit_ref(&ac, out->node, &v);
+        emit_store(out->type, out->storage, v.data, &st);
+        if (out->tensor)
+            buf_printf(&body, "g%d[b[%d] + ro[%d]] = %s;\n", op, op, op, st.data);
+        else
+            buf_printf(&stores, "g%d[b[%d]] = %s;\n", op, op, st.data);
+        buf_free(&v);
+        buf_free(&st);
+    }
+    emit_read_scalars(o, "p.", &rs);
+    tset(d, "read_scalars", dup(c, &rs));
+    tset(d, "epi_prologue", dup(c, &pro));
+    tset(d, "epi_body", dup(c, &body));
+    tset(d, "scalar_stores", dup(c, &stores));
+    tset(d, "ptrs", dup(c, &ptrs));
+    tbool(d, "has_tensor_outs", has_tensor);
+    free(need);
+}
+
+void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
+{
+    TDict *d = tdict_new(c->arena);
+    tset(d, "version", NNKC_VERSION);
+    tset(d, "source", opt->source_name ? opt->source_name : "<string>");
+    Buf names = {0};
+    for (int i = 0; i < instances->n; i++) {
+        const Instance *in = instances->items[i];
+        buf_printf(&names, "%s%s", i ? ", " : "", in->name);
+        EmitOperands o;
+        emit_operands_init(&o, in);
+        TDict *e = tpush(d, "instances");
+        tbool(e, "elementwise", !in->reduction);
+        tbool(e, "reduction", in->reduction);
+        tset(e, "name", in->name);
+        tset(e, "display", in->display);
+        Buf sig = {0};
+        emit_signature(in, &sig);
+        tset(e, "signature", dup(c, &sig));
+        tsetf(e, "nops", "%d", o.nops);
+        tsetf(e, "nops_alloc", "%d", o.nops + 1);
+        Buf rs = {0};
+        emit_read_scalars(&o, "p.", &rs);
+        tset(e, "read_scalars", dup(c, &rs));
+        if (in->reduction)
+            reduction(c, &o, e);
+        else
+            elementwise(c, &o, e);
+    }
+    tlist(d, "instances");
+    tset(d, "instance_list", names.data ? names.data : "(none)");
+    buf_free(&names);
+    template_render("cuda/file.tmpl", d, out);
+}

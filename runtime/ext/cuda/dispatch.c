@@ -1,0 +1,174 @@
+/* dispatch.c - which CUDA kernel runs a call, with which grid.
+ *
+ * Elementwise: contiguous operands take NAME__ew_c (32-bit indices, 16-byte
+ * vector accesses when every operand is aligned) or NAME__ew_c64; any other
+ * layout NAME__ew_s.  Reductions: many output positions over a contiguous
+ * slice take a block each (NAME__rd_block); many output positions over
+ * outer axes a thread each (NAME__rd_thread, whose neighbouring threads read
+ * neighbouring addresses); few output positions with long slices split each
+ * slice over many blocks, phase by phase (NAME__rd_part, NAME__rd_fin, then
+ * NAME__rd_epi), merging the parts in a fixed order so that every run gives
+ * the same bits (not one block for the whole reduction). */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+    return -1;
+}
+
+int nnk_cuda_plan_from(nnk_cuda_plan *cp, const nnk_plan *p, int nscalars, char *err, size_t errlen)
+{
+    if (p->ndim > NNK_CUDA_MAX_DIMS)
+        return fail(err, errlen, "the call has more dimensions after merging than the CUDA kernels take (8)");
+    if (p->nops > NNK_CUDA_MAX_TENSORS)
+        return fail(err, errlen, "the kernel has more tensors than the CUDA kernels take (16)");
+    if (nscalars > NNK_CUDA_MAX_SCALARS)
+        return fail(err, errlen, "the kernel has more scalar parameters than the CUDA kernels take (16)");
+    memset(cp, 0, sizeof *cp);
+    cp->ndim = p->ndim;
+    cp->nred = p->nred;
+    cp->nops = p->nops;
+    cp->nkept = p->nkept;
+    cp->nreduced = p->nreduced;
+    for (int d = 0; d < p->ndim; d++) {
+        cp->shape[d] = p->shape[d];
+        for (int k = 0; k <= p->nops; k++)
+            cp->strides[k][d] = p->strides[k][d];
+    }
+    int aligned = 1;
+    for (int k = 0; k < p->nops; k++) {
+        cp->data[k] = p->data[k];
+        aligned &= ((uintptr_t)p->data[k] & 15) == 0;
+    }
+    for (int s = 0; s < nscalars; s++)
+        cp->scalars[s] = p->scalars[s];
+    cp->flags = aligned ? NNK_CUDA_VEC : 0;
+    return 0;
+}
+
+static unsigned grid_for(int64_t work, unsigned block, const nnk_cuda_launcher *L)
+{
+    int64_t g = (work + block - 1) / block;
+    /* enough blocks to fill the device several times; grid-stride loops
+     * cover the rest */
+    int64_t cap = L->max_grid ? L->max_grid : (int64_t)(L->num_sms > 0 ? L->num_sms : 16) * 32;
+    if (g > cap)
+        g = cap;
+    return (unsigned)(g < 1 ? 1 : g);
+}
+
+static int launch(const nnk_cuda_launcher *L, const char *base, const char *suffix, unsigned gx, unsigned gy,
+                  unsigned block, const nnk_cuda_args *a, char *err, size_t errlen)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s__%s", base, suffix);
+    if (L->launch(L->user, name, gx, gy, block, a) != 0) {
+        if (err && errlen && !err[0])
+            snprintf(err, errlen, "launching %s failed", name);
+        return -1;
+    }
+    return 0;
+}
+
+static int contiguous(const nnk_plan *p)
+{
+    if (p->ndim == 0)
+        return 1;
+    if (p->ndim > 1)
+        return 0;
+    for (int k = 0; k <= p->nops; k++)
+        if (p->strides[k][0] != 1)
+            return 0;
+    return 1;
+}
+
+/* The slice is contiguous for the operands the kernel reads. */
+static int rows_contiguous(const nnk_plan *p)
+{
+    if (p->nred != 1)
+        return p->nred == 0;
+    for (int k = 0; k < p->nops; k++)
+        if (p->strides[k][p->ndim - 1] != 1 && p->strides[k][p->ndim - 1] != 0)
+            return 0;
+    return 1;
+}
+
+int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *sizes, const nnk_plan *p,
+                      const nnk_cuda_launcher *L, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    nnk_cuda_args a;
+    memset(&a, 0, sizeof a);
+    if (nnk_cuda_plan_from(&a.p, p, NNK_CUDA_MAX_SCALARS, err, errlen))
+        return -1;
+    unsigned block = L->block ? L->block : NNK_CUDA_BLOCK;
+    if (block % 32 || block > NNK_CUDA_BLOCK)
+        return fail(err, errlen, "the block size must be a multiple of 32, at most NNK_CUDA_BLOCK");
+    if (p->nkept == 0)
+        return 0;
+    if (!reduction) {
+        if (contiguous(p))
+            return launch(L, name, p->nkept < ((int64_t)1 << 31) ? "ew_c" : "ew_c64", grid_for(p->nkept, block, L), 1,
+                          block, &a, err, errlen);
+        return launch(L, name, "ew_s", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+    }
+    int sms = L->num_sms > 0 ? L->num_sms : 16;
+    int force = L->force;
+    int64_t n = p->nreduced;
+    if (!force) {
+        if (p->nkept >= (int64_t)sms * 4 || n <= 4096)
+            force = rows_contiguous(p) ? 1 : (p->nkept >= (int64_t)sms * 64 ? 2 : 1);
+        else
+            force = 3;
+    }
+    if (force == 1)
+        return launch(L, name, "rd_block", grid_for(p->nkept * block, block, L), 1, block, &a, err, errlen);
+    if (force == 2)
+        return launch(L, name, "rd_thread", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+
+    /* Split: about 8 blocks per SM in all, each part at least 2 blocks' worth. */
+    if (!sizes || sizes->nphases < 0 || sizes->nphases > 64)
+        return fail(err, errlen, "missing reduction sizes for a split reduction");
+    if (p->nkept > 65535)
+        return fail(err, errlen, "too many output positions for a split reduction");
+    int64_t parts = (int64_t)sms * 8 / p->nkept;
+    int64_t most = (n + 2 * block - 1) / (2 * block);
+    if (parts > most)
+        parts = most;
+    if (parts < 1)
+        parts = 1;
+    if (L->max_grid && parts > (int64_t)L->max_grid)
+        parts = L->max_grid;
+    a.nparts = (int32_t)parts;
+    size_t biggest = 0;
+    for (int ph = 0; ph < sizes->nphases; ph++)
+        if ((size_t)sizes->state_size[ph] > biggest)
+            biggest = (size_t)sizes->state_size[ph];
+    a.scratch = L->alloc(L->user, (size_t)p->nkept * (size_t)parts * (biggest ? biggest : 1));
+    a.finals = L->alloc(L->user, (size_t)p->nkept * (size_t)(sizes->finals_size ? sizes->finals_size : 1));
+    int rc = 0;
+    if (!a.scratch || !a.finals) {
+        rc = fail(err, errlen, "out of device memory for a split reduction");
+    } else {
+        for (int ph = 1; ph <= sizes->nphases && rc == 0; ph++) {
+            a.phase = ph;
+            rc = launch(L, name, "rd_part", (unsigned)parts, (unsigned)p->nkept, block, &a, err, errlen);
+            if (rc == 0)
+                rc = launch(L, name, "rd_fin", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+        }
+        int64_t total = p->nkept * (n > 0 ? n : 1);
+        if (rc == 0)
+            rc = launch(L, name, "rd_epi", grid_for(total, block, L), 1, block, &a, err, errlen);
+    }
+    if (a.scratch)
+        L->release(L->user, a.scratch);
+    if (a.finals)
+        L->release(L->user, a.finals);
+    return rc;
+}

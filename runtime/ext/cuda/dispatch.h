@@ -1,0 +1,44 @@
+/* dispatch.h - choosing and launching the CUDA kernels of an instance.
+ *
+ * The same code drives the real GPU (the cuda extension, through the
+ * driver API) and the CUDA emulation layer of the tests: both supply a
+ * launcher with their own launch and scratch-memory functions. */
+#ifndef NNK_CUDA_DISPATCH_H
+#define NNK_CUDA_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nnk/abi.h"
+
+typedef struct nnk_cuda_launcher {
+    void *user;
+    /* Launches kernel `name` on a (gx, gy) grid of `block` threads. */
+    int (*launch)(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *args);
+    /* Device memory for partial states; NULL on failure. */
+    void *(*alloc)(void *user, size_t bytes);
+    void (*release)(void *user, void *ptr);
+    int num_sms;      /* streaming multiprocessors, to size grids */
+    /* Test knobs, 0 for the defaults: */
+    unsigned block;   /* threads per block (a multiple of 32, at most NNK_CUDA_BLOCK) */
+    unsigned max_grid;/* cap on blocks per launch (grid-stride loops take the rest) */
+    int force;        /* reductions: 1 block per output, 2 thread per output, 3 split */
+} nnk_cuda_launcher;
+
+/* The reduction layout of an instance, as the CUDA code computes it
+ * (NAME__cu_sizes): phases, bytes of the finals, bytes of each phase's state. */
+typedef struct nnk_cuda_sizes {
+    int32_t nphases;
+    int32_t finals_size;
+    int32_t state_size[64];
+} nnk_cuda_sizes;
+
+/* Runs `name` (an instance: NAME__ew_* / NAME__rd_*) over plan `p`, whose
+ * data pointers are device pointers.  Returns 0, or -1 with a message. */
+int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *sizes, const nnk_plan *p,
+                      const nnk_cuda_launcher *L, char *err, size_t errlen);
+
+/* Converts a host-side plan to the compact CUDA form; -1 if it does not fit. */
+int nnk_cuda_plan_from(nnk_cuda_plan *cp, const nnk_plan *p, int nscalars, char *err, size_t errlen);
+
+#endif
