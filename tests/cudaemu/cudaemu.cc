@@ -223,6 +223,7 @@ struct Warp {
 	unsigned exited;
 	unsigned runnable;   // lanes running or in the ready queue
 	unsigned activemask; // lanes waiting in __activemask()
+	unsigned at_barrier; // lanes waiting at __syncthreads()
 	unsigned ngroups;
 	WarpGroup groups[32];
 	std::uint64_t value[32];
@@ -393,6 +394,7 @@ public:
 			warps_[w].exited = 0;
 			warps_[w].runnable = lanes >= 32 ? 32 : lanes;
 			warps_[w].activemask = 0;
+			warps_[w].at_barrier = 0;
 			warps_[w].ngroups = 0;
 		}
 		ready_head_ = 0;
@@ -456,10 +458,13 @@ public:
 		if (arrived_ + 1 == launch_->nthreads) {
 			for (unsigned i = 0; i < arrived_; ++i)
 				make_ready(waiters_[i]);
+			for (unsigned w = 0; w * 32 < launch_->nthreads; ++w)
+				warps_[w].at_barrier = 0;
 			arrived_ = 0;
 			return; // the last thread to arrive goes on without a switch
 		}
 		waiters_[arrived_++] = self;
+		warps_[self->index >> 5].at_barrier |= 1u << (self->index & 31u);
 		park(self, Wait::barrier, file, line, func);
 	}
 
@@ -468,30 +473,12 @@ public:
 	{
 		const unsigned lane = self->index & 31u;
 		Warp &w = warps_[self->index >> 5];
-		const char *name = op_name(op);
-		if (!(mask >> lane & 1u))
-			CUDAEMU_FAIL(("%s() at %s:%d: the calling lane %u (thread %s) is not in mask 0x%08x",
-			            name, file, line, lane, dim_str(self->tid).c_str(), mask));
-		if (const unsigned missing = mask & ~w.lanes)
-			CUDAEMU_FAIL(("%s() at %s:%d: mask 0x%08x names lane %d, which does not exist (the "
-			            "block has %u threads, so warp %u has lanes 0-%d)",
-			            name, file, line, mask, __builtin_ctz(missing), launch_->nthreads,
-			            self->index >> 5, 31 - __builtin_clz(w.lanes)));
-		if (const unsigned gone = mask & w.exited)
-			CUDAEMU_FAIL(("%s() at %s:%d: mask 0x%08x names lane %d (thread %s), which has exited",
-			            name, file, line, mask, __builtin_ctz(gone),
-			            dim_str(fibers_[(self->index & ~31u) + __builtin_ctz(gone)].tid).c_str()));
-		if (op <= op_shfl_xor && (width < 1 || width > 32 || (width & (width - 1))))
-			CUDAEMU_FAIL(("%s() at %s:%d: width %d is not a power of two in [1, 32]", name, file,
-			            line, width));
-		for (unsigned m = mask & ~(1u << lane); m; m &= m - 1) {
-			const Fiber &f = fibers_[(self->index & ~31u) + __builtin_ctz(m)];
-			if (f.wait == Wait::barrier)
-				CUDAEMU_FAIL(("deadlock: lane %u (thread %s) called %s(mask=0x%08x) at %s:%d, but "
-				            "lane %d, which the mask names, waits at __syncthreads() at %s:%d",
-				            lane, dim_str(self->tid).c_str(), name, mask, file, line,
-				            __builtin_ctz(m), f.file, f.line));
-		}
+		// One test for every way a call can be wrong; the diagnosis is cold.
+		if (__builtin_expect(!(mask >> lane & 1u) || (mask & (~w.lanes | w.exited | w.at_barrier)) ||
+		                         (op <= op_shfl_xor &&
+		                          (width < 1 || width > 32 || (width & (width - 1)))),
+		                     0))
+			bad_warp_call(self, file, line, op, mask, width);
 
 		// Join the group in flight for exactly this call, if any.  A group
 		// for another primitive or mask that names this lane is no error by
@@ -507,17 +494,8 @@ public:
 				g = &cand;
 				break;
 			}
-			if (const unsigned both = cand.arrived & mask) {
-				const Fiber &other = fibers_[(self->index & ~31u) + __builtin_ctz(both)];
-				CUDAEMU_FAIL(("warp divergence: lane %u (thread %s) called %s at %s:%d while "
-				              "lane %d waits in %s at %s:%d; each mask names the other lane, "
-				              "so neither call can complete (the lanes named in a mask must "
-				              "all call the same primitive with the same mask)",
-				              lane, dim_str(self->tid).c_str(),
-				              call_str(op, type, mask).c_str(), file, line,
-				              __builtin_ctz(both), call_str(cand.op, cand.type, cand.mask).c_str(),
-				              other.file, other.line));
-			}
+			if (cand.arrived & mask)
+				crossed_warp_calls(self, file, line, op, type, mask, cand);
 		}
 		if (!g) {
 			g = &w.groups[w.ngroups++];
@@ -536,6 +514,53 @@ public:
 		complete(w, *g, self);
 		*g = w.groups[--w.ngroups];
 		return self->result;
+	}
+
+	// What is wrong with a warp primitive call that failed warp_op's test.
+	[[noreturn, gnu::cold, gnu::noinline]] void bad_warp_call(Fiber *self, const char *file,
+	                                                         int line, WarpOp op, unsigned mask,
+	                                                         int width)
+	{
+		const unsigned lane = self->index & 31u, base = self->index & ~31u;
+		const Warp &w = warps_[self->index >> 5];
+		const char *name = op_name(op);
+		if (!(mask >> lane & 1u))
+			CUDAEMU_FAIL(("%s() at %s:%d: the calling lane %u (thread %s) is not in mask 0x%08x",
+			              name, file, line, lane, dim_str(self->tid).c_str(), mask));
+		if (const unsigned missing = mask & ~w.lanes)
+			CUDAEMU_FAIL(("%s() at %s:%d: mask 0x%08x names lane %d, which does not exist (the "
+			              "block has %u threads, so warp %u has lanes 0-%d)",
+			              name, file, line, mask, __builtin_ctz(missing), launch_->nthreads,
+			              self->index >> 5, 31 - __builtin_clz(w.lanes)));
+		if (const unsigned gone = mask & w.exited)
+			CUDAEMU_FAIL(("%s() at %s:%d: mask 0x%08x names lane %d (thread %s), which has exited",
+			              name, file, line, mask, __builtin_ctz(gone),
+			              dim_str(fibers_[base + __builtin_ctz(gone)].tid).c_str()));
+		if (const unsigned parked = mask & w.at_barrier) {
+			const Fiber &f = fibers_[base + __builtin_ctz(parked)];
+			CUDAEMU_FAIL(("deadlock: lane %u (thread %s) called %s(mask=0x%08x) at %s:%d, but "
+			              "lane %d, which the mask names, waits at __syncthreads() at %s:%d",
+			              lane, dim_str(self->tid).c_str(), name, mask, file, line,
+			              __builtin_ctz(parked), f.file, f.line));
+		}
+		CUDAEMU_FAIL(("%s() at %s:%d: width %d is not a power of two in [1, 32]", name, file, line,
+		              width));
+	}
+
+	[[noreturn, gnu::cold, gnu::noinline]] void crossed_warp_calls(Fiber *self, const char *file,
+	                                                              int line, WarpOp op, int type,
+	                                                              unsigned mask,
+	                                                              const WarpGroup &cand)
+	{
+		const unsigned both = cand.arrived & mask;
+		const Fiber &other = fibers_[(self->index & ~31u) + __builtin_ctz(both)];
+		CUDAEMU_FAIL(("warp divergence: lane %u (thread %s) called %s at %s:%d while lane %d "
+		              "waits in %s at %s:%d; each mask names the other lane, so neither call "
+		              "can complete (the lanes named in a mask must all call the same primitive "
+		              "with the same mask)",
+		              self->index & 31u, dim_str(self->tid).c_str(),
+		              call_str(op, type, mask).c_str(), file, line, __builtin_ctz(both),
+		              call_str(cand.op, cand.type, cand.mask).c_str(), other.file, other.line));
 	}
 
 	// The lanes that call __activemask() at the same place before any of

@@ -1,0 +1,104 @@
+/* emu_backend.cc - runs generated CUDA on the CUDA emulation layer through
+ * the same host-side dispatch as the GPU (runtime/ext/cuda/dispatch.c).
+ *
+ * A test builds one shared object from a kernel file's generated C and
+ * generated CUDA (compiled against cudaemu.h), this file, emu_plan.c,
+ * dispatch.c and cudaemu.cc; nnk_emu_strided() then takes the arguments of
+ * NAME_strided, so each case runs through both back ends and is compared. */
+#include "cudaemu_launch.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "dispatch.h"
+#include "nnk/abi.h"
+int nnk_emu_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views, const uint8_t *reduced,
+                       int32_t is_reduction, int32_t naxes, const int32_t *axes, char *err, unsigned long errlen);
+int nnk_emu_strided(const char *name, int reduction, int nin, int nout, const nnk_view *const *views,
+                    const uint8_t *reduced, const nnk_scalar *scalars, int nscalars, int naxes, const int32_t *axes,
+                    unsigned block, unsigned max_grid, int force, char *err, size_t errlen);
+}
+
+namespace {
+
+/* The shared object this code lives in: kernels are found by name there. */
+void *self_handle()
+{
+    static void *h;
+    if (!h) {
+        Dl_info info;
+        if (dladdr((void *)&nnk_emu_strided, &info) && info.dli_fname)
+            h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+        if (!h)
+            h = dlopen(nullptr, RTLD_NOW);
+    }
+    return h;
+}
+
+struct Emu {
+    char *err;
+    size_t errlen;
+};
+
+int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+{
+    Emu *e = static_cast<Emu *>(user);
+    void *fn = dlsym(self_handle(), name);
+    if (!fn) {
+        snprintf(e->err, e->errlen, "no kernel %s in the generated CUDA", name);
+        return -1;
+    }
+    void *params[1] = {const_cast<nnk_cuda_args *>(a)};
+    int st = cudaemu_launch_kernel(name, (cudaemu_kernel_fn)fn, gx, gy, 1, block, 1, 1, 0, params, sizeof *a);
+    if (st != CUDAEMU_OK)
+        snprintf(e->err, e->errlen, "%s: %s", name, cudaemu_last_error());
+    return st;
+}
+
+void *emu_alloc(void *, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
+void emu_release(void *, void *p) { free(p); }
+
+} // namespace
+
+extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nout, const nnk_view *const *views,
+                               const uint8_t *reduced, const nnk_scalar *scalars, int nscalars, int naxes,
+                               const int32_t *axes, unsigned block, unsigned max_grid, int force, char *err,
+                               size_t errlen)
+{
+    nnk_plan p;
+    int rc = nnk_emu_plan_build(&p, nin, nout, views, reduced, reduction, naxes, axes, err, errlen);
+    if (rc)
+        return rc;
+    for (int s = 0; s < nscalars && s < NNK_MAX_SCALARS; s++)
+        p.scalars[s] = scalars[s];
+    nnk_cuda_sizes sizes;
+    memset(&sizes, 0, sizeof sizes);
+    if (reduction) {
+        char sym[256];
+        snprintf(sym, sizeof sym, "%s__cu_sizes", name);
+        const int32_t *s = static_cast<const int32_t *>(dlsym(self_handle(), sym));
+        if (!s) {
+            snprintf(err, errlen, "no %s in the generated CUDA", sym);
+            return -2;
+        }
+        sizes.nphases = s[0];
+        sizes.finals_size = s[1];
+        for (int i = 0; i < s[0] && i < 64; i++)
+            sizes.state_size[i] = s[2 + i];
+    }
+    Emu e = {err, errlen};
+    nnk_cuda_launcher L;
+    memset(&L, 0, sizeof L);
+    L.user = &e;
+    L.launch = emu_launch;
+    L.alloc = emu_alloc;
+    L.release = emu_release;
+    L.num_sms = 4;
+    L.block = block;
+    L.max_grid = max_grid;
+    L.force = force;
+    return nnk_cuda_dispatch(name, reduction, &sizes, &p, &L, err, errlen) ? -3 : 0;
+}
