@@ -72,7 +72,7 @@ typedef struct nnk_plan {
     char *data[NNK_MAX_TENSORS];
     int64_t nkept;           /* product of the kept extents: output positions */
     int64_t nreduced;        /* product of the reduced extents: the `n` of the kernel */
-    nnk_scalar scalars[NNK_MAX_SCALARS];
+    nnk_scalar scalars[NNK_MAX_SCALARS]; /* the scalar parameters, in declaration order */
 } nnk_plan;
 
 /* Parameter metadata. */
@@ -115,9 +115,9 @@ typedef struct nnk_kernel_desc {
     int32_t kind;
     const char *name;          /* C name of the instance: NAME or NAME_f32 */
     const char *kernel;        /* the kernel's name in the source */
-    int32_t nparams;           /* inputs, then outputs */
-    int32_t nouts;
-    const nnk_param_desc *params;
+    int32_t nparams;           /* input parameters (tensors and scalars) */
+    int32_t nouts;             /* outputs */
+    const nnk_param_desc *params; /* nparams inputs, then nouts outputs */
     int32_t ntargs;
     const int32_t *targs;      /* type arguments (nnk_dtype) */
     void (*run)(const nnk_plan *p, int64_t begin, int64_t end);
