@@ -605,10 +605,14 @@ int launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t shmem, A &&.
 // set would otherwise compile silently here; poison the ones no standard
 // header needs after this point (the double versions of ldexp, frexp,
 // nextafter, ... cannot be poisoned: libstdc++ headers use those names).
+// glibc also declares __expf, __sinf, ... (its internal aliases), which
+// are the names of CUDA's fast approximate intrinsics: poison those too.
 #ifndef CUDAEMU_NO_POISON
 #pragma GCC poison exp10f exp10 ldexpf frexpf modff scalbnf scalblnf ilogbf logbf
 #pragma GCC poison nextafterf nexttowardf fdimf remainderf remquof lrintf llrintf
 #pragma GCC poison lroundf llroundf j0f j1f jnf y0f y1f ynf j0 j1 jn y0 yn
+#pragma GCC poison __expf __exp10f __logf __log2f __log10f __sinf __cosf __tanf __powf
+#pragma GCC poison __sincosf
 #endif
 
 #endif /* __cplusplus */
