@@ -44,7 +44,9 @@
 #define CUDAEMU_NO_ASAN
 #endif
 
-#if defined(__x86_64__) && defined(__ELF__)
+// CUDAEMU_FORCE_UCONTEXT: use the portable (slow) switch on x86-64 too, to
+// test it.
+#if defined(__x86_64__) && defined(__ELF__) && !defined(CUDAEMU_FORCE_UCONTEXT)
 #define CUDAEMU_ASM_SWITCH 1
 #else
 #define CUDAEMU_ASM_SWITCH 0
@@ -73,8 +75,6 @@ constexpr std::size_t kMaxParamBytes = 32764; // CUDA 12.1+ on Volta and later
 // guard zone precedes it too (an underflow like smem[tid - 1] then hits
 // poisoned bytes under ASan instead of the runtime's own TLS).
 #if defined(__x86_64__) && defined(__ELF__)
-#define CUDAEMU_STR2(x) #x
-#define CUDAEMU_STR(x) CUDAEMU_STR2(x)
 asm(".section .tbss,\"awT\",@nobits\n"
     "\t.p2align 8\n"
     "\t.type cudaemu_smem_area, @object\n"

@@ -36,6 +36,12 @@
 #define NNK_CUDAEMU 1
 #define CUDAEMU_VERSION 1
 
+// `#pragma unroll` is CUDA's (and clang's) loop hint; GCC does not know it.
+// It changes no result, so it is accepted and ignored.  (GCC before 13
+// ignores this line for preprocessor warnings, PR 53431: build emulated
+// code with -Wno-unknown-pragmas there.)
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+
 // ---------------------------------------------------------------------------
 // Qualifiers.  Host C++ has one address space, so the memory-space and
 // execution-space qualifiers vanish; __shared__ is handled below.
