@@ -91,8 +91,10 @@ static_assert(cudaemu::detail::kMaxDynamicShared == 232448 && cudaemu::detail::k
               "keep the asm above in sync");
 #define CUDAEMU_SMEM_LOWER_GUARD 1
 #else
+extern "C" {
 alignas(256) thread_local unsigned char
     nnk_smem[cudaemu::detail::kMaxDynamicShared + cudaemu::detail::kSharedGuard];
+}
 #define CUDAEMU_SMEM_LOWER_GUARD 0
 #endif
 
@@ -1254,12 +1256,13 @@ void call_blob(const void *ctx)
 
 void call_noargs(const void *ctx) { static_cast<const BlobCall *>(ctx)->fn(); }
 
-constexpr std::size_t kBlobSizes[] = {32, 64, 128, 256, 512, 1024, 2048, 4096,
-                                      6144, 8192, 12288, 16384, 24576, 32768};
+constexpr std::size_t kBlobSizes[] = {32,   64,   128,  256,  512,   768,   1024,  1536,  2048,
+                                      3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
 constexpr invoke_fn kBlobCalls[] = {
-    call_blob<32>, call_blob<64>, call_blob<128>, call_blob<256>, call_blob<512>,
-    call_blob<1024>, call_blob<2048>, call_blob<4096>, call_blob<6144>, call_blob<8192>,
-    call_blob<12288>, call_blob<16384>, call_blob<24576>, call_blob<32768>};
+    call_blob<32>,    call_blob<64>,    call_blob<128>,   call_blob<256>,   call_blob<512>,
+    call_blob<768>,   call_blob<1024>,  call_blob<1536>,  call_blob<2048>,  call_blob<3072>,
+    call_blob<4096>,  call_blob<6144>,  call_blob<8192>,  call_blob<12288>, call_blob<16384>,
+    call_blob<24576>, call_blob<32768>};
 static_assert(sizeof kBlobSizes / sizeof *kBlobSizes == sizeof kBlobCalls / sizeof *kBlobCalls,
               "one caller per size class");
 

@@ -141,7 +141,12 @@ void fail_misaligned(CUDAEMU_SITE_PARAMS, const void *p, std::size_t align, cons
 // nnk_smem does), but the linker rewrites the add into a `leaq`, which sets
 // no flags, and the branch then tests stale flags.  In an executable the
 // linker turns global-dynamic into two plain instructions anyway.
+// C language linkage: inside an extern "C" kernel, the kernel's own
+// `extern __shared__` declaration of it has C linkage, and clang insists
+// that it match this one (a C++ function's declaration may differ).
+extern "C" {
 extern thread_local unsigned char nnk_smem[] __attribute__((tls_model("global-dynamic")));
+}
 
 // ---------------------------------------------------------------------------
 // Barriers and fences.

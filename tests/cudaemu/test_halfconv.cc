@@ -12,6 +12,7 @@
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_F16C_INTRINSICS 1
 #endif
@@ -118,8 +119,8 @@ int main()
 {
 	bool f16c = false;
 #ifdef HAVE_F16C_INTRINSICS
-	__builtin_cpu_init();
-	f16c = __builtin_cpu_supports("f16c");
+	unsigned eax, ebx, ecx, edx;
+	f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
 #endif
 	note("F16C cross-check: %s", f16c ? "yes" : "no (CPU lacks F16C)");
 
