@@ -67,6 +67,17 @@ int main()
 		CHECK(bad == 0, "warp chunks: %d wrong", bad);
 		std::printf("   (c) 1M-element warp reductions, 5 __shfl_down_sync each (5.2M shuffles): "
 		            "%8.2f ms\n", c);
+
+		std::vector<int> out(64 * 256);
+		const double d = best_ms(reps, [&] { LAUNCH_OK(bench_barriers, 64, 256, 0, out.data()); });
+		bad = 0;
+		for (int k = 0; k < 64 * 256; ++k) {
+			const int t = k % 256, v1 = t + (t + 1) % 256, v2 = v1 + ((t + 1) % 256 + (t + 2) % 256);
+			bad += out[k] != v2;
+		}
+		CHECK(bad == 0, "barriers: %d wrong", bad);
+		std::printf("   (d) 64 blocks x 256 threads, 4 __syncthreads each:                      "
+		            "%8.2f ms\n", d);
 	}
 	cudaemu::set_threads(0);
 	return test_finish("bench");

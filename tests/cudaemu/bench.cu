@@ -45,3 +45,19 @@ extern "C" __global__ void bench_warp_chunks(const float *__restrict__ in, float
 			out[i / 32] = v;
 	}
 }
+
+// (d) The launch the speed target names: 64 blocks x 256 threads with a
+// few (four) __syncthreads each and little work in between.
+extern "C" __global__ void bench_barriers(int *out)
+{
+	__shared__ int s[256];
+	const unsigned t = threadIdx.x;
+	int v = (int)t;
+	for (int k = 0; k < 2; ++k) {
+		s[t] = v;
+		__syncthreads();
+		v += s[(t + 1) % 256];
+		__syncthreads();
+	}
+	out[blockIdx.x * 256 + t] = v;
+}
