@@ -3,8 +3,10 @@
 // A generated .cu file is compiled as C++ by the host compiler with this
 // header force-included and tests/cudaemu/include on the include path:
 //
-//   g++ -std=gnu++17 -I tests/cudaemu/include -I tests/cudaemu
-//       -include tests/cudaemu/cudaemu.h -x c++ k.cu ... tests/cudaemu/cudaemu.cc -pthread
+//   g++ -std=gnu++17 -Wno-unknown-pragmas -I tests/cudaemu/include -I tests/cudaemu
+//       -include tests/cudaemu/cudaemu.h -x c++ -c k.cu
+//
+// and linked with tests/cudaemu/cudaemu.cc and -pthread.
 //
 // It provides exactly the primitive set documented in docs/cuda-backend.md
 // ("The CUDA primitive set"); anything else a CUDA source might use is left
