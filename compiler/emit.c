@@ -85,13 +85,24 @@ void emit_convert(Type from, Type to, const char *v, Buf *out)
         buf_puts(out, v);
     } else if (to == T_BOOL) {
         buf_printf(out, "(uint8_t)(%s != 0)", v);
+    } else if (to == T_F16 || to == T_BF16) {
+        /* One rounding from the exact value: f32 values round directly; f64
+         * and wide integers go through a double rounded to odd (prelude:
+         * nnk_rnd_f16_d), because a detour through (float) rounds twice. */
+        const char *h = to == T_F16 ? "f16" : "bf16";
+        if (cf == T_F32)
+            buf_printf(out, "nnk_rnd_%s(%s)", h, v);
+        else if (from == T_F64)
+            buf_printf(out, "nnk_rnd_%s_d(%s)", h, v);
+        else if (type_info[from].bits <= 16)
+            buf_printf(out, "nnk_rnd_%s((float)%s)", h, v);   /* exact in f32 */
+        else if (type_info[from].bits == 32)
+            buf_printf(out, "nnk_rnd_%s_d((double)%s)", h, v); /* exact in f64 */
+        else
+            buf_printf(out, "nnk_rnd_%s_d(nnk_%s_odd(%s))", h, type_is_signed(from) ? "i64" : "u64", v);
     } else if (type_is_float(to)) {
-        const char *rnd = to == T_F16 ? "nnk_rnd_f16" : to == T_BF16 ? "nnk_rnd_bf16" : NULL;
-        bool need_round = rnd && !(from == T_F16 && to == T_F16);
         if (cf == ct)
-            buf_printf(out, need_round ? "%s(%s)" : "%.0s%s", need_round ? rnd : "", v);
-        else if (need_round)
-            buf_printf(out, "%s((float)%s)", rnd, v);
+            buf_puts(out, v);
         else
             buf_printf(out, "(%s)%s", ctype(ct), v);
     } else if (type_is_float(from)) {
@@ -131,14 +142,21 @@ void emit_load(Type storage, Type logical, const char *v, Buf *out)
 void emit_store(Type logical, Type storage, const char *v, Buf *out)
 {
     if (storage == T_F16 || storage == T_BF16) {
-        Buf tmp = {0};
+        /* f32 compute values round once here; f64 ones directly (nnk_d2h),
+         * not through a rounded f32; integers convert to the (exact) rounded
+         * float first. */
+        const char *h = storage == T_F16 ? "h" : "b";
         Type src = type_compute(logical);
-        if (src != T_F32)
-            emit_convert(logical, T_F32, v, &tmp);
-        else
-            buf_puts(&tmp, v);
-        buf_printf(out, "%s(%s)", storage == T_F16 ? "nnk_f2h" : "nnk_f2b", tmp.data);
-        buf_free(&tmp);
+        if (src == T_F32) {
+            buf_printf(out, "nnk_f2%s(%s)", h, v);
+        } else if (src == T_F64) {
+            buf_printf(out, "nnk_d2%s(%s)", h, v);
+        } else {
+            Buf tmp = {0};
+            emit_convert(logical, storage, v, &tmp);
+            buf_printf(out, "nnk_f2%s(%s)", h, tmp.data);
+            buf_free(&tmp);
+        }
         return;
     }
     emit_convert(logical == T_F16 || logical == T_BF16 ? T_F32 : logical, storage, v, out);

@@ -1,59 +1,146 @@
 /* emit_c.c - the C back end: fills templates/c/ for every instance.
  *
  * The loops live in the templates; this file computes what goes into
- * them: signatures, the scalar prologue, and the per-element code of each
- * loop (emit.c), once per way of addressing operands (contiguous, strided,
- * odometer).  See docs/c-backend.md for the shape of the generated code.
+ * them: signatures, prologues, and the per-element code of each loop
+ * (emit.c), once per way of addressing operands (modes below).  See
+ * docs/c-backend.md for the shape of the generated code and
+ * docs/templates.md for the template language.
+ *
+ * Naming in generated code: tN is IR node N, sK scalar parameter K (in its
+ * compute type), operand K (tensor parameters, then outputs) is pK in
+ * elementwise loops and cK in reduction loops (dK its stride); idx is
+ * "idx0 + i", "ib + i * is" or "ib + c * ics"; a reducer's lanes are aK_[]
+ * (value) and xK_[] (index, argmax/argmin).  Names that come from the
+ * source are only used for the public entry points' parameters.
  */
 #include "nnkc.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { LEAF = 1024 };
+/* How an element loop addresses its operands. */
+typedef enum {
+    M_EW_CONTIG,   /* elementwise, contiguous: pK[i], idx0 + i */
+    M_EW_STRIDED,  /* elementwise, one strided dimension: pK[i * dK] */
+    M_ROW_CONTIG,  /* reduction, a contiguous segment of a slice: cK[i] */
+    M_ROW_STRIDED, /* reduction, a strided segment: cK[i * dK] */
+    M_COL,         /* reduction, column order: row r, position c: cK[c] */
+} Mode;
 
-typedef enum { ACC_CONTIG, ACC_STRIDED, ACC_ROW_CONTIG, ACC_ROW_GENERIC } AccessMode;
+enum { MAXOPS = NNKC_MAX_PARAMS * 2 + 2 };
 
 typedef struct Gen {
     Compiler *c;
     const IrKernel *k;
     const Instance *in;
     int nops;           /* tensor operands: loads then outputs */
-    Type op_storage[NNKC_MAX_PARAMS * 2 + 2];
-    Type op_type[NNKC_MAX_PARAMS * 2 + 2];
-    bool op_reduced[NNKC_MAX_PARAMS * 2 + 2];
-    const char *op_name[NNKC_MAX_PARAMS * 2 + 2];
-    Type scalar_type[NNKC_MAX_PARAMS * 2 + 2];
-    const char *scalar_name[NNKC_MAX_PARAMS * 2 + 2];
+    Type op_storage[MAXOPS];
+    Type op_type[MAXOPS];
+    bool op_reduced[MAXOPS];
+    const char *op_name[MAXOPS];
+    Type scalar_type[MAXOPS];
+    const char *scalar_name[MAXOPS];
     int nscalars;
 } Gen;
 
-typedef struct Mode {
-    AccessMode mode;
-} Mode;
+/* ---- what a piece of code needs ------------------------------------------------ */
+
+typedef struct Need {
+    uint8_t *in;                /* per node */
+    bool idx, n, red;           /* reads idx, n, reducer results */
+    bool any_elem;              /* has per-element nodes */
+    uint8_t loads[MAXOPS];      /* operands it loads */
+    uint8_t scalars[MAXOPS];    /* scalar parameters it reads */
+} Need;
+
+static Need need_of(const Gen *g, const int32_t *roots, int nroots)
+{
+    const IrKernel *k = g->k;
+    Need nd;
+    memset(&nd, 0, sizeof nd);
+    nd.in = calloc((size_t)k->nnodes + 1, 1);
+    ir_mark(k, roots, nroots, L_CONST, nd.in);
+    for (int i = 0; i < k->nnodes; i++) {
+        if (!nd.in[i])
+            continue;
+        const IrNode *n = &k->nodes[i];
+        switch ((IrOp)n->op) {
+        case IR_IDX: nd.idx = true; break;
+        case IR_N: nd.n = true; break;
+        case IR_RED: nd.red = true; break;
+        case IR_LOAD: nd.loads[n->aux] = 1; break;
+        case IR_SCALAR: nd.scalars[n->aux] = 1; break;
+        default: break;
+        }
+        if (n->level == L_ELEM)
+            nd.any_elem = true;
+    }
+    return nd;
+}
+
+static void need_free(Need *nd)
+{
+    free(nd->in);
+    nd->in = NULL;
+}
+
+/* Nodes of level `lvl` whose values the per-element code takes from outside
+ * its loop: operands of per-element nodes, and roots of that level. */
+static uint8_t *boundary(const Gen *g, const Need *nd, const int32_t *roots, int nroots, int lvl)
+{
+    const IrKernel *k = g->k;
+    uint8_t *b = calloc((size_t)k->nnodes + 1, 1);
+    for (int i = 0; i < k->nnodes; i++) {
+        const IrNode *n = &k->nodes[i];
+        if (!nd->in[i] || n->level != L_ELEM || n->op == IR_RED)
+            continue;
+        int32_t ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0 && k->nodes[ops[j]].level == lvl && k->nodes[ops[j]].op != IR_CONST)
+                b[ops[j]] = 1;
+    }
+    for (int i = 0; i < nroots; i++)
+        if (roots[i] >= 0 && k->nodes[roots[i]].level == lvl && k->nodes[roots[i]].op != IR_CONST)
+            b[roots[i]] = 1;
+    return b;
+}
+
+/* ---- access modes ------------------------------------------------------------------ */
 
 static void operand_access(const EmitAccess *ac, int op, Buf *out)
 {
-    const Mode *m = ac->user;
-    switch (m->mode) {
-    case ACC_CONTIG: buf_printf(out, "p%d[i]", op); break;
-    case ACC_STRIDED: buf_printf(out, "p%d[i * d%d]", op, op); break;
-    case ACC_ROW_CONTIG: buf_printf(out, "c%d[i]", op); break;
-    case ACC_ROW_GENERIC: buf_printf(out, "g%d[it.off[%d]]", op, op); break;
+    switch (*(const Mode *)ac->user) {
+    case M_EW_CONTIG: buf_printf(out, "p%d[i]", op); break;
+    case M_EW_STRIDED: buf_printf(out, "p%d[i * d%d]", op, op); break;
+    case M_ROW_CONTIG: buf_printf(out, "c%d[i]", op); break;
+    case M_ROW_STRIDED: buf_printf(out, "c%d[i * d%d]", op, op); break;
+    case M_COL: buf_printf(out, "c%d[c]", op); break;
     }
 }
 
 static EmitAccess access_for(const Gen *g, const Mode *m)
 {
     EmitAccess ac = {.k = g->k, .operand = operand_access, .n = "n_red", .red_fmt = "f->r%d", .user = m};
-    switch (m->mode) {
-    case ACC_CONTIG: ac.idx = "(idx0 + i)"; break;
-    case ACC_STRIDED: ac.idx = "(idx0 + i * idxs)"; break;
-    case ACC_ROW_CONTIG: ac.idx = "(ps->ib + i * is)"; break;
-    case ACC_ROW_GENERIC: ac.idx = arena_printf(g->c->arena, "(ps->ib + it.off[%d])", g->nops); break;
+    switch (*m) {
+    case M_EW_CONTIG: ac.idx = "(idx0 + i)"; break;
+    case M_EW_STRIDED: ac.idx = "(idx0 + i * idxs)"; break;
+    case M_ROW_CONTIG: case M_ROW_STRIDED: ac.idx = "(ib + i * is)"; break;
+    case M_COL: ac.idx = "(ib + c * ics)"; ac.red_fmt = "fc->r%d[c]"; break;
     }
     return ac;
 }
+
+/* Declares the needed nodes with level in [lo, hi]. */
+static void emit_level(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
+{
+    uint8_t *sel = calloc((size_t)ac->k->nnodes + 1, 1);
+    for (int i = 0; i < ac->k->nnodes; i++)
+        sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
+    emit_nodes(ac, sel, NULL, "", out);
+    free(sel);
+}
+
+/* ---- instance data -------------------------------------------------------------- */
 
 static void gen_init(Gen *g, Compiler *c, const Instance *in)
 {
@@ -86,6 +173,13 @@ static void gen_init(Gen *g, Compiler *c, const Instance *in)
 
 static bool is_output(const Gen *g, int op) { return op >= g->k->nloads; }
 
+static const char *bufstr(Compiler *c, Buf *b)
+{
+    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
+    buf_free(b);
+    return s;
+}
+
 /* Types in the public signatures: f16 and bf16 by their typedef names. */
 static const char *api_type(Type t)
 {
@@ -109,43 +203,34 @@ static const char *dtype_enum(Type t)
     return names[t];
 }
 
-/* Reads the scalar parameters from a plan into compute-typed s0, s1, ... */
-static void read_scalars(const Gen *g, Buf *out, bool only_used, const uint8_t *used)
+/* A source name as a C parameter name: names that are C or C++ keywords,
+ * common predefined macros, type-like (_t), or that the entry points use
+ * themselves get a '_' appended; the entry points' own locals end in one
+ * '_', so source names ending in '_' get another. */
+static const char *c_param(const Gen *g, const char *name)
 {
-    for (int s = 0; s < g->nscalars; s++) {
-        if (only_used && !used[s])
-            continue;
-        char src[64];
-        snprintf(src, sizeof src, "p->scalars[%d].%s", s, scalar_member(g->scalar_type[s]));
-        buf_printf(out, "const %s s%d = ", ctype(g->scalar_type[s]), s);
-        emit_load(g->scalar_type[s], g->scalar_type[s], src, out);
-        buf_printf(out, ";\n");
-    }
-}
-
-/* Which scalars the marked nodes read. */
-static void scalars_used(const Gen *g, const uint8_t *need, uint8_t *used)
-{
-    memset(used, 0, (size_t)g->nscalars + 1);
-    for (int i = 0; i < g->k->nnodes; i++)
-        if (need[i] && g->k->nodes[i].op == IR_SCALAR)
-            used[g->k->nodes[i].aux] = 1;
-}
-
-static void emit_level(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
-{
-    uint8_t *sel = calloc((size_t)ac->k->nnodes + 1, 1);
-    for (int i = 0; i < ac->k->nnodes; i++)
-        sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
-    emit_nodes(ac, sel, NULL, "", out);
-    free(sel);
-}
-
-static const char *bufstr(Compiler *c, Buf *b)
-{
-    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
-    buf_free(b);
-    return s;
+    static const char *const reserved[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "asm", "typeof", "bool", "true", "false", "alignas", "alignof", "and", "and_eq",
+        "bitand", "bitor", "catch", "class", "compl", "concept", "consteval", "constexpr", "constinit",
+        "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit",
+        "export", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator",
+        "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
+        "static_cast", "template", "this", "thread_local", "throw", "try", "typeid", "typename", "using",
+        "virtual", "wchar_t", "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "linux", "unix", "i386",
+        "errno", "assert", "complex", "imaginary", "I", "NAN", "INFINITY", "HUGE_VAL", "EOF", "NULL",
+        "naxes", "axes", "outer", "len", "inner",
+    };
+    size_t n = strlen(name);
+    bool bad = n > 0 && name[n - 1] == '_';
+    bad |= n > 2 && strcmp(name + n - 2, "_t") == 0;
+    bad |= strncmp(name, "nnk_", 4) == 0 || strncmp(name, "NNK_", 4) == 0 || strncmp(name, "__", 2) == 0;
+    bad |= n > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z';
+    for (size_t i = 0; !bad && i < sizeof reserved / sizeof *reserved; i++)
+        bad = strcmp(name, reserved[i]) == 0;
+    return bad ? arena_printf(g->c->arena, "%s_", name) : name;
 }
 
 /* "(a: f32, x: f32[]) -> (z: f32[])" */
@@ -164,34 +249,23 @@ static const char *signature(const Gen *g)
     return bufstr(g->c, &b);
 }
 
-/* Parameters of the public entry points, in declaration order, outputs last. */
-static void api_params(const Gen *g, TDict *d, bool views)
+/* Parameters of the contiguous entry point, in declaration order, outputs last. */
+static void api_params(const Gen *g, TDict *d)
 {
-    Buf p = {0}, sp = {0};
-    int t = 0;
+    Buf p = {0};
     for (int i = 0; i < g->in->nparams; i++) {
         const InstParam *ip = &g->in->params[i];
-        if (ip->tensor) {
-            if (views)
-                buf_printf(&p, ", const nnk_view *%s", ip->name);
-            else
-                buf_printf(&p, ", const %s *%s", api_type(ip->storage), ip->name);
-            t++;
-        } else {
-            buf_printf(&p, ", %s %s", api_type(ip->type), ip->name);
-        }
+        if (ip->tensor)
+            buf_printf(&p, ", const %s *%s", api_type(ip->storage), c_param(g, ip->name));
+        else
+            buf_printf(&p, ", %s %s", api_type(ip->type), c_param(g, ip->name));
     }
     for (int i = 0; i < g->in->nouts; i++) {
         const InstParam *o = &g->in->outs[i];
-        if (views)
-            buf_printf(&p, ", const nnk_view *%s", o->name);
-        else
-            buf_printf(&p, ", %s *%s", api_type(o->storage), o->name);
+        buf_printf(&p, ", %s *%s", api_type(o->storage), c_param(g, o->name));
     }
-    (void)t;
-    tset(d, views ? "strided_api_params_raw" : "api_params", p.data ? p.data : "");
+    tset(d, "api_params", p.data ? p.data : "");
     buf_free(&p);
-    buf_free(&sp);
 }
 
 static void desc_params(const Gen *g, TDict *d)
@@ -217,7 +291,7 @@ static void desc_params(const Gen *g, TDict *d)
             Value dv = value_cast(p->dflt, p->type);
             const char *m = scalar_member(p->type);
             if (p->type == T_F16 || p->type == T_BF16)
-                buf_printf(&v, ".u16 = 0x%04x", p->type == T_F16 ? nnkc_f32_to_f16((float)dv.v.f) : nnkc_f32_to_bf16((float)dv.v.f));
+                buf_printf(&v, ".u16 = 0x%04x", p->type == T_F16 ? nnkc_f64_to_f16(dv.v.f) : nnkc_f64_to_bf16(dv.v.f));
             else {
                 buf_printf(&v, ".%s = ", m);
                 emit_literal(dv, p->type, &v);
@@ -241,53 +315,47 @@ static void desc_params(const Gen *g, TDict *d)
     tset(d, "kernel", g->in->kernel->name);
 }
 
-/* Scalar parameter lists of the internal functions (compute types). */
-static void scalar_lists(const Gen *g, TDict *d)
+/* "const float s0 = p->scalars[0].f32;" for the scalars in `used`. */
+static void read_scalars(const Gen *g, const char *plan, const uint8_t *used, Buf *out)
 {
-    Buf params = {0}, args = {0}, api_args = {0}, fill = {0};
     for (int s = 0; s < g->nscalars; s++) {
-        buf_printf(&params, ", %s s%d", ctype(g->scalar_type[s]), s);
-        buf_printf(&args, ", s%d", s);
-        buf_puts(&api_args, ", ");
-        emit_load(g->scalar_type[s], g->scalar_type[s], g->scalar_name[s], &api_args);
-        buf_printf(&fill, "p.scalars[%d].%s = %s;\n", s, scalar_member(g->scalar_type[s]), g->scalar_name[s]);
+        if (used && !used[s])
+            continue;
+        char src[96];
+        snprintf(src, sizeof src, "%s->scalars[%d].%s", plan, s, scalar_member(g->scalar_type[s]));
+        buf_printf(out, "const %s s%d = ", ctype(g->scalar_type[s]), s);
+        emit_load(g->scalar_type[s], g->scalar_type[s], src, out);
+        buf_printf(out, ";\n");
     }
-    tset(d, "scalar_params", params.data ? params.data : "");
-    tset(d, "scalar_args", args.data ? args.data : "");
-    tset(d, "scalar_api_args", api_args.data ? api_args.data : "");
-    tset(d, "fill_scalars", fill.data ? fill.data : "");
-    buf_free(&params);
-    buf_free(&args);
-    buf_free(&api_args);
-    buf_free(&fill);
-    Buf rs = {0};
-    read_scalars(g, &rs, false, NULL);
-    for (int s = 0; s < g->nscalars; s++)
-        buf_printf(&rs, "(void)s%d;\n", s);
-    tset(d, "read_scalars", rs.data ? rs.data : "");
-    buf_free(&rs);
 }
 
-static void views_list(const Gen *g, TDict *d)
+/* The scalars of the plan, and the strided entry point's parameter lists. */
+static void scalar_lists(const Gen *g, TDict *d)
 {
+    Buf fill = {0};
+    for (int s = 0; s < g->nscalars; s++)
+        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, scalar_member(g->scalar_type[s]),
+                   c_param(g, g->scalar_name[s]));
+    tset(d, "fill_scalars", fill.data ? fill.data : "");
+    buf_free(&fill);
+
     Buf v = {0}, red = {0}, sp = {0};
     for (int op = 0; op < g->nops; op++) {
-        buf_printf(&v, "%s%s", op ? ", " : "", g->op_name[op]);
+        buf_printf(&v, "%s%s", op ? ", " : "", c_param(g, g->op_name[op]));
         buf_printf(&red, "%s%d", op ? ", " : "", g->op_reduced[op]);
     }
     /* strided entry: scalars by value, then views, in declaration order */
     int first = 1;
-    for (int i = 0; i < g->in->nparams; i++) {
+    for (int i = 0; i < g->in->nparams; i++, first = 0) {
         const InstParam *ip = &g->in->params[i];
         if (ip->tensor)
-            buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", ip->name);
+            buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, ip->name));
         else
-            buf_printf(&sp, "%s%s %s", first ? "" : ", ", api_type(ip->type), ip->name);
-        first = 0;
+            buf_printf(&sp, "%s%s %s", first ? "" : ", ", api_type(ip->type), c_param(g, ip->name));
     }
     for (int i = 0; i < g->in->nouts; i++, first = 0)
-        buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", g->in->outs[i].name);
-    tset(d, "view_list", v.data ? v.data : "");
+        buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, g->in->outs[i].name));
+    tset(d, "view_list", v.data ? v.data : "0");
     tset(d, "reduced_list", red.data ? red.data : "0");
     tset(d, "strided_api_params", sp.data ? sp.data : "void");
     tsetf(d, "strided_api_params_tail", "%s%s", sp.data ? ", " : "", sp.data ? sp.data : "");
@@ -306,18 +374,20 @@ static void views_list(const Gen *g, TDict *d)
 static void elementwise(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
-    int32_t roots[NNKC_MAX_PARAMS * 2];
+    int32_t roots[MAXOPS];
     for (int i = 0; i < k->nouts; i++)
         roots[i] = k->outs[i].node;
-    uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-    ir_mark(k, roots, k->nouts, L_CONST, need);
+    Need nd = need_of(g, roots, k->nouts);
+    bool used[MAXOPS];
+    for (int op = 0; op < g->nops; op++)
+        used[op] = is_output(g, op) || nd.loads[op];
 
-    Mode contig = {ACC_CONTIG}, strided = {ACC_STRIDED};
-    EmitAccess ac = access_for(g, &contig), as = access_for(g, &strided);
+    Mode mc = M_EW_CONTIG, ms = M_EW_STRIDED;
+    EmitAccess ac = access_for(g, &mc), as = access_for(g, &ms);
     Buf uni = {0}, cb = {0}, sb = {0};
-    emit_level(&ac, need, L_CONST, L_ROW, &uni);
-    emit_level(&ac, need, L_ELEM, L_ELEM, &cb);
-    emit_level(&as, need, L_ELEM, L_ELEM, &sb);
+    emit_level(&ac, nd.in, L_CONST, L_ROW, &uni);
+    emit_level(&ac, nd.in, L_ELEM, L_ELEM, &cb);
+    emit_level(&as, nd.in, L_ELEM, L_ELEM, &sb);
     for (int i = 0; i < k->nouts; i++) {
         const IrOutput *o = &k->outs[i];
         int op = k->nloads + i;
@@ -331,84 +401,138 @@ static void elementwise(const Gen *g, TDict *d)
         buf_puts(&sb, ";\n");
         buf_free(&v);
     }
-    tset(d, "uniform_code", uni.data ? uni.data : "");
-    tset(d, "contig_body", cb.data ? cb.data : "");
-    tset(d, "strided_body", sb.data ? sb.data : "");
-    buf_free(&uni);
-    buf_free(&cb);
-    buf_free(&sb);
+    tset(d, "uniform_code", bufstr(g->c, &uni));
+    tset(d, "contig_body", bufstr(g->c, &cb));
+    tset(d, "strided_body", bufstr(g->c, &sb));
 
-    Buf cp = {0}, spp = {0}, ca = {0}, sa = {0}, aa = {0}, test = {0};
+    /* parameter and argument lists: idx, used scalars, used operands */
+    Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, ptrs = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0},
+        bset = {0}, bargs = {0};
+    if (nd.idx) {
+        buf_puts(&cp, ", int64_t idx0");
+        buf_puts(&spp, ", int64_t idx0, int64_t idxs");
+        buf_puts(&apiargs, ", 0");
+        buf_puts(&zero, ", 0");
+        buf_printf(&rca, ", it.off[%d]", g->nops);
+        buf_printf(&rsa, ", it.off[%d], p->strides[%d][last]", g->nops, g->nops);
+        buf_printf(&bargs, ", it.off[%d] + o", g->nops);
+        buf_printf(&ctest, "p->strides[%d][last] == 1", g->nops);
+        buf_printf(&btest, "p->strides[%d][last] == 1", g->nops);
+    }
+    for (int s = 0; s < g->nscalars; s++) {
+        if (!nd.scalars[s])
+            continue;
+        buf_printf(&cp, ", %s s%d", ctype(g->scalar_type[s]), s);
+        buf_printf(&spp, ", %s s%d", ctype(g->scalar_type[s]), s);
+        buf_puts(&apiargs, ", ");
+        emit_load(g->scalar_type[s], g->scalar_type[s], c_param(g, g->scalar_name[s]), &apiargs);
+        buf_printf(&zero, ", s%d", s);
+        buf_printf(&rca, ", s%d", s);
+        buf_printf(&rsa, ", s%d", s);
+        buf_printf(&bargs, ", s%d", s);
+    }
+    Buf rs = {0};
+    read_scalars(g, "p", nd.scalars, &rs);
+    tset(d, "run_scalars", bufstr(g->c, &rs));
+    bool has_bcast = false;
     for (int op = 0; op < g->nops; op++) {
-        const char *cst = is_output(g, op) ? "" : "const ";
+        if (!used[op])
+            continue;
+        bool out = is_output(g, op);
+        const char *cst = out ? "" : "const ";
         const char *st = stype(g->op_storage[op]);
         buf_printf(&cp, ", %s%s *NNK_RESTRICT p%d", cst, st, op);
         buf_printf(&spp, ", %s%s *p%d, int64_t d%d", cst, st, op, op);
-        buf_printf(&ca, ", (%s%s *)p->data[%d] + begin", cst, st, op);
-        buf_printf(&sa, ", (%s%s *)p->data[%d] + it.off[%d], nd ? p->strides[%d][last] : 0", cst, st, op, op, op);
-        buf_printf(&aa, ", %s", g->op_name[op]);
-        buf_printf(&test, " && p->strides[%d][0] == 1", op);
+        buf_printf(&apiargs, ", %s", c_param(g, g->op_name[op]));
+        buf_printf(&zero, ", (%s%s *)p->data[%d]", cst, st, op);
+        buf_printf(&ptrs, "%s%s *q%d = (%s%s *)p->data[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
+        buf_printf(&rca, ", q%d", op);
+        buf_printf(&rsa, ", q%d, p->strides[%d][last]", op, op);
+        buf_printf(&ctest, "%sp->strides[%d][last] == 1", ctest.len ? " && " : "", op);
+        if (out) {
+            buf_printf(&btest, "%sp->strides[%d][last] == 1", btest.len ? " && " : "", op);
+            buf_printf(&bargs, ", q%d + o", op);
+        } else {
+            has_bcast = true;
+            buf_printf(&btest, "%s(uint64_t)p->strides[%d][last] <= 1", btest.len ? " && " : "", op);
+            buf_printf(&bset, "%s b%d[NNK_BCAST];\n", st, op);
+            buf_printf(&bset, "const int64_t z%d = p->strides[%d][last];\n", op, op);
+            buf_printf(&bset, "const %s *r%d = q%d;\n", st, op, op);
+            buf_printf(&bset, "if (z%d == 0) {\n", op);
+            buf_printf(&bset, "    for (int64_t o = 0; o < len && o < NNK_BCAST; o++)\n");
+            buf_printf(&bset, "        b%d[o] = *q%d;\n", op, op);
+            buf_printf(&bset, "    r%d = b%d;\n}\n", op, op);
+            buf_printf(&bargs, ", r%d + o * z%d", op, op);
+        }
     }
-    tset(d, "contig_params", cp.data ? cp.data : "");
-    tset(d, "strided_params", spp.data ? spp.data : "");
-    tset(d, "contig_args", ca.data ? ca.data : "");
-    tset(d, "strided_args", sa.data ? sa.data : "");
-    /* the contiguous entry passes scalars converted to compute types */
-    Buf apiargs = {0};
-    for (int s = 0; s < g->nscalars; s++) {
-        buf_puts(&apiargs, ", ");
-        emit_load(g->scalar_type[s], g->scalar_type[s], g->scalar_name[s], &apiargs);
+    /* the contiguous entry point names every parameter; mark the unused */
+    Buf unused = {0};
+    for (int i = 0, t = 0, sc = 0; i < g->in->nparams; i++) {
+        const InstParam *ip = &g->in->params[i];
+        bool u = ip->tensor ? nd.loads[t++] : nd.scalars[sc++];
+        if (!u)
+            buf_printf(&unused, "(void)%s;\n", c_param(g, ip->name));
     }
-    buf_puts(&apiargs, aa.data ? aa.data : "");
-    tset(d, "api_args", apiargs.data ? apiargs.data : "");
-    tsetf(d, "contig_test", "p->ndim == 0 || (p->ndim == 1 && p->strides[%d][0] == 1%s)", g->nops,
-          test.data ? test.data : "");
-    buf_free(&cp);
-    buf_free(&spp);
-    buf_free(&ca);
-    buf_free(&sa);
-    buf_free(&aa);
-    buf_free(&test);
-    buf_free(&apiargs);
-    free(need);
+    tset(d, "api_unused", bufstr(g->c, &unused));
+    tset(d, "contig_params", bufstr(g->c, &cp));
+    tset(d, "strided_params", bufstr(g->c, &spp));
+    tset(d, "api_args", bufstr(g->c, &apiargs));
+    tset(d, "zero_args", bufstr(g->c, &zero));
+    tset(d, "row_ptrs", bufstr(g->c, &ptrs));
+    tset(d, "row_contig_args", bufstr(g->c, &rca));
+    tset(d, "row_strided_args", bufstr(g->c, &rsa));
+    tset(d, "contig_test", bufstr(g->c, &ctest));
+    tbool(d, "has_bcast", has_bcast);
+    tset(d, "bcast_test", bufstr(g->c, &btest));
+    tset(d, "bcast_setup", bufstr(g->c, &bset));
+    tset(d, "bcast_args", bufstr(g->c, &bargs));
+    need_free(&nd);
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
 
-static const char *acc_ident(const IrReducer *r, Buf *scratch)
+static bool is_arg(const IrReducer *r) { return r->kind == R_ARGMAX || r->kind == R_ARGMIN; }
+
+/* The identity of reducer r as an expression of its accumulator type. */
+static const char *acc_ident(const Gen *g, const IrReducer *r)
 {
     Type a = r->acc_type;
-    scratch->len = 0;
+    Buf s = {0};
     switch (r->kind) {
-    case R_SUM: case R_MEAN: case R_ANY: emit_literal(value_int(a, 0), a, scratch); break;
-    case R_PROD: case R_ALL: emit_literal(value_int(a, 1), a, scratch); break;
+    case R_SUM: case R_MEAN: case R_ANY: emit_literal(value_int(a, 0), a, &s); break;
+    case R_PROD: case R_ALL: emit_literal(value_int(a, 1), a, &s); break;
     case R_MAX:
     case R_MIN: {
         bool mx = r->kind == R_MAX;
         if (type_is_float(a))
-            buf_puts(scratch, mx ? "-INFINITY" : "INFINITY");
+            buf_puts(&s, mx ? (a == T_F64 ? "-(double)INFINITY" : "-INFINITY") : (a == T_F64 ? "(double)INFINITY" : "INFINITY"));
         else if (a == T_BOOL)
-            buf_puts(scratch, mx ? "0" : "1");
+            buf_puts(&s, mx ? "0" : "1");
         else {
             static const char *const lo[] = {"0", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "0", "0", "0", "0"};
             static const char *const hi[] = {"1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX",
                                              "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
-            buf_puts(scratch, mx ? lo[a] : hi[a]);
+            buf_puts(&s, mx ? lo[a] : hi[a]);
         }
         break;
     }
-    case R_ARGMAX: case R_ARGMIN: buf_puts(scratch, "0"); break;
-    case R_CUSTOM: break; /* the identity node, emitted by the caller */
+    case R_ARGMAX: case R_ARGMIN: buf_puts(&s, "0"); break;
+    case R_CUSTOM: {
+        /* the identity node: a constant, or computed in the init prologue */
+        Mode m = M_ROW_CONTIG;
+        EmitAccess ac = access_for(g, &m);
+        emit_ref(&ac, r->ident, &s);
+        break;
+    }
     default: nnkc_assert(!"reducer");
     }
-    if (!scratch->data)
-        buf_puts(scratch, "");
-    return scratch->data;
+    return bufstr(g->c, &s);
 }
 
-/* acc (an lvalue) = acc combined with v (an rvalue of the accumulator type). */
-static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv, const char *idx,
-                     Buf *out)
+/* acc (an lvalue) = acc combined with v (an rvalue of the accumulator type);
+ * idxv and idx: the index lvalue and the element's index (arg reducers). */
+static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv,
+                     const char *idx, Buf *out)
 {
     Type a = r->acc_type;
     const char *sfx = type_suffix(a);
@@ -426,6 +550,7 @@ static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, 
             buf_printf(out, "%s = %s * %s;\n", acc, acc, v);
         break;
     case R_MAX: case R_MIN: {
+        /* a NaN, once taken, stays: v > NaN and v < NaN are false */
         const char *cmp = r->kind == R_MAX ? ">" : "<";
         if (type_is_float(a))
             buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
@@ -447,7 +572,18 @@ static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, 
     }
 }
 
-/* The final value of reducer r from its state fields, as res compute type. */
+/* Merging two partial results: as acc_step, except that max/min of two
+ * partial results (both maybe NaN) use the NaN-propagating helpers. */
+static void acc_merge(const Gen *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
+                      const char *bx, Buf *out)
+{
+    if (r->kind == R_MAX || r->kind == R_MIN)
+        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", a, r->kind == R_MAX ? "max" : "min", type_suffix(r->acc_type), a, b);
+    else
+        acc_step(g, ri, r, a, b, ax, bx, out);
+}
+
+/* The final value of reducer r from its accumulator, as its result's compute type. */
 static void acc_final(const IrReducer *r, const char *acc, const char *idxv, Buf *out)
 {
     Type res = type_compute(r->res_type);
@@ -470,8 +606,8 @@ static void acc_final(const IrReducer *r, const char *acc, const char *idxv, Buf
     }
 }
 
-static bool is_arg(const IrReducer *r) { return r->kind == R_ARGMAX || r->kind == R_ARGMIN; }
-
+/* reduce(e, identity, |a, b| combine): the combine as a function of two
+ * accumulator values (it may read scalar parameters from the plan). */
 static void combine_functions(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
@@ -480,18 +616,20 @@ static void combine_functions(const Gen *g, TDict *d)
         const IrReducer *r = &k->reds[ri];
         if (r->kind != R_CUSTOM)
             continue;
-        uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-        ir_mark(k, &r->combine, 1, L_CONST, need);
-        Mode m = {ACC_ROW_CONTIG};
+        Need nd = need_of(g, &r->combine, 1);
+        Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
-        uint8_t used[NNKC_MAX_PARAMS * 2 + 2];
-        scalars_used(g, need, used);
         const char *A = ctype(r->acc_type);
-        buf_printf(&fns, "\nstatic inline %s %s__comb%d(const nnk_plan *p, %s la, %s lb)\n{\n", A, g->in->name, ri, A, A);
-        buf_puts(&fns, "    (void)p;\n    (void)la;\n    (void)lb;\n");
+        buf_printf(&fns, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
+        buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s la, %s lb)\n{\n", A, g->in->name, ri, A, A);
         Buf body = {0};
-        read_scalars(g, &body, true, used);
-        emit_level(&ac, need, L_CONST, L_LAMBDA, &body);
+        bool any_scalar = false;
+        for (int s = 0; s < g->nscalars; s++)
+            any_scalar |= nd.scalars[s];
+        if (!any_scalar)
+            buf_puts(&body, "(void)p;\n");
+        read_scalars(g, "p", nd.scalars, &body);
+        emit_level(&ac, nd.in, L_CONST, L_LAMBDA, &body);
         Buf v = {0};
         emit_ref(&ac, r->combine, &v);
         buf_printf(&body, "return %s;\n", v.data);
@@ -504,28 +642,114 @@ static void combine_functions(const Gen *g, TDict *d)
         }
         buf_puts(&fns, "}\n");
         buf_free(&body);
-        free(need);
+        need_free(&nd);
     }
     tset(d, "combine_fns", fns.data ? fns.data : "");
     buf_free(&fns);
 }
 
+/* Prologue of a reduction function: scalars, n, and the nodes of level
+ * lo..hi among `nd` (with the row access: reducer values from f->). */
+static void prologue(const Gen *g, const Need *nd, int hi, bool uses_f, Buf *out)
+{
+    read_scalars(g, "p", nd->scalars, out);
+    if (nd->n)
+        buf_puts(out, "const int64_t n_red = p->nreduced;\n");
+    if (!uses_f)
+        buf_puts(out, "(void)f;\n");
+    Mode m = M_ROW_CONTIG;
+    EmitAccess ac = access_for(g, &m);
+    emit_level(&ac, nd->in, L_CONST, hi, out);
+}
+
+/* The per-element code of a reduction loop: the nodes, then `tail`. */
+static void elem_code(const Gen *g, const Need *nd, Mode mode, Buf *out)
+{
+    EmitAccess ac = access_for(g, &mode);
+    emit_level(&ac, nd->in, L_ELEM, L_ELEM, out);
+}
+
+/* Stores of the tensor outputs for the element loop of `mode`. */
+static void tensor_stores(const Gen *g, Mode mode, Buf *out)
+{
+    const IrKernel *k = g->k;
+    EmitAccess ac = access_for(g, &mode);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *o = &k->outs[i];
+        if (!o->tensor)
+            continue;
+        int op = k->nloads + i;
+        Buf v = {0};
+        emit_ref(&ac, o->node, &v);
+        if (mode == M_ROW_STRIDED)
+            buf_printf(out, "c%d[i * d%d] = ", op, op);
+        else
+            buf_printf(out, "c%d[%s] = ", op, mode == M_COL ? "c" : "i");
+        emit_store(o->type, o->storage, v.data, out);
+        buf_puts(out, ";\n");
+        buf_free(&v);
+    }
+}
+
+/* For the column order: per-position (row level) values that the element
+ * code uses, computed once per position into arrays tN_[], then read back
+ * as tN in the element loop.  `decl` gets the arrays and the loop filling
+ * them; `load` the reads. */
+static void col_row_values(const Gen *g, const Need *nd, const uint8_t *bnd, Buf *decl, Buf *load)
+{
+    const IrKernel *k = g->k;
+    bool any = false;
+    for (int i = 0; i < k->nnodes; i++)
+        any |= bnd[i] != 0;
+    if (!any)
+        return;
+    for (int i = 0; i < k->nnodes; i++)
+        if (bnd[i])
+            buf_printf(decl, "%s t%d_[NNK_COLT];\n", ctype((Type)k->nodes[i].type), i);
+    buf_puts(decl, "for (int64_t c = 0; c < T; c++) {\n");
+    Mode m = M_COL;
+    EmitAccess ac = access_for(g, &m);
+    Buf rows = {0};
+    emit_level(&ac, nd->in, L_ROW, L_ROW, &rows);
+    for (int i = 0; i < k->nnodes; i++)
+        if (bnd[i])
+            buf_printf(&rows, "t%d_[c] = t%d;\n", i, i);
+    for (char *line = rows.data, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        buf_printf(decl, "    %.*s\n", (int)(nl - line), line);
+        if (!nl)
+            break;
+    }
+    buf_free(&rows);
+    buf_puts(decl, "}\n");
+    for (int i = 0; i < k->nnodes; i++)
+        if (bnd[i])
+            buf_printf(load, "const %s t%d = t%d_[c];\n", ctype((Type)k->nodes[i].type), i, i);
+}
+
 static void reduction(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
-    Buf scratch = {0};
-    tsetf(d, "leaf", "%d", LEAF);
+    const int IDX = g->nops;
     tsetf(d, "nphases", "%d", k->nphases);
     combine_functions(g, d);
 
-    /* finals: one field per reducer */
-    Buf fin = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
-    if (!k->nreds)
+    /* finals: one field per reducer; per position, and per column tile */
+    Buf fin = {0}, cfin = {0}, f2c = {0};
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const char *R = ctype(type_compute(k->reds[ri].res_type));
+        buf_printf(&fin, "%s r%d;\n", R, ri);
+        buf_printf(&cfin, "%s r%d[NNK_COLT];\n", R, ri);
+        buf_printf(&f2c, "fc.r%d[0] = f->r%d;\n", ri, ri);
+    }
+    if (!k->nreds) {
         buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", fin.data);
-    buf_free(&fin);
+        buf_puts(&cfin, "char unused_;\n");
+        buf_puts(&f2c, "(void)fc;\n(void)f;\n");
+    }
+    tset(d, "fin_fields", bufstr(g->c, &fin));
+    tset(d, "cfin_fields", bufstr(g->c, &cfin));
+    tset(d, "fin_to_cfin", bufstr(g->c, &f2c));
     for (int op = 0; op < g->nops; op++) {
         TDict *o = tpush(d, "operands");
         tsetf(o, "k", "%d", op);
@@ -533,165 +757,272 @@ static void reduction(const Gen *g, TDict *d)
     }
     tlist(d, "operands");
 
-    Buf sizes = {0};
+    /* operands the reducers load (for the column test) */
+    uint8_t red_loads[MAXOPS] = {0};
     bool has_arg = false;
+    Buf sizes = {0};
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
         tsetf(P, "phase", "%d", ph);
         int32_t roots[256];
         int nroots = 0;
-        Buf fields = {0}, init = {0}, merge = {0}, lanes = {0}, lane1 = {0}, upd = {0}, lmerge = {0}, l1merge = {0},
-            final = {0}, ident = {0};
+        Buf names = {0}, fields = {0}, cfields = {0}, initl = {0}, cinit = {0}, merge = {0}, cmerge = {0},
+            lload = {0}, lstore = {0}, upd = {0}, cupd = {0}, final = {0}, cleafp = {0}, cleafa = {0},
+            cfl = {0}, cfs = {0}, cs2l = {0};
+        bool custom = false, mean = false, has_arg_phase = false;
+        Need ident_need = {0};
+        int32_t ident_roots[256];
+        int nident = 0;
         for (int ri = 0; ri < k->nreds; ri++) {
             const IrReducer *r = &k->reds[ri];
             if (r->phase != ph)
                 continue;
             has_arg |= is_arg(r);
+            has_arg_phase |= is_arg(r);
+            custom |= r->kind == R_CUSTOM;
+            mean |= r->kind == R_MEAN;
             if (nroots < 256)
                 roots[nroots++] = r->arg;
+            if (r->kind == R_CUSTOM && nident < 256)
+                ident_roots[nident++] = r->ident;
+            buf_printf(&names, "%s#%d %s", names.len ? ", " : "", ri, reducer_info[r->kind].name);
             const char *A = ctype(r->acc_type);
-            buf_printf(&fields, "%s a%d;\n", A, ri);
-            if (is_arg(r))
-                buf_printf(&fields, "int64_t x%d;\n", ri);
-            /* identity */
-            const char *id;
-            if (r->kind == R_CUSTOM) {
-                uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-                ir_mark(k, &r->ident, 1, L_CONST, need);
-                Mode m = {ACC_ROW_CONTIG};
-                EmitAccess ac = access_for(g, &m);
-                emit_level(&ac, need, L_CONST, L_UNIFORM, &ident);
-                Buf v = {0};
-                emit_ref(&ac, r->ident, &v);
-                id = arena_strdup(g->c->arena, v.data);
-                buf_free(&v);
-                free(need);
-            } else {
-                id = arena_strdup(g->c->arena, acc_ident(r, &scratch));
-            }
-            buf_printf(&init, "s->a%d = %s;\n", ri, id);
-            if (is_arg(r))
-                buf_printf(&init, "s->x%d = -1;\n", ri);
-            /* lanes */
-            buf_printf(&lanes, "%s a%d_[8] = {%s, %s, %s, %s, %s, %s, %s, %s};\n", A, ri, id, id, id, id, id, id, id, id);
-            buf_printf(&lane1, "%s a%d_[1] = {%s};\n", A, ri, id);
+            const char *id = acc_ident(g, r);
+            buf_printf(&fields, "%s a%d[NNK_LANES];\n", A, ri);
+            buf_printf(&cfields, "%s a%d[NNK_COLT];\n", A, ri);
+            buf_printf(&initl, "s->a%d[j] = %s;\n", ri, id);
+            buf_printf(&cinit, "s->a%d[c] = %s;\n", ri, id);
+            buf_printf(&lload, "%s a%d_[NNK_LANES];\n", A, ri);
+            buf_printf(&cleafp, ", %s *NNK_RESTRICT a%d", A, ri);
+            buf_printf(&cleafa, ", s->a%d", ri);
+            buf_printf(&cfl, "one.a%d[0] = s->a%d[c];\n", ri, ri);
+            buf_printf(&cfs, "fc->r%d[c] = f.r%d;\n", ri, ri);
+            buf_printf(&cs2l, "s->a%d[0] = cs.a%d[0];\n", ri, ri);
             if (is_arg(r)) {
-                buf_printf(&lanes, "int64_t x%d_[8] = {-1, -1, -1, -1, -1, -1, -1, -1};\n", ri);
-                buf_printf(&lane1, "int64_t x%d_[1] = {-1};\n", ri);
+                buf_printf(&fields, "int64_t x%d[NNK_LANES];\n", ri);
+                buf_printf(&cfields, "int64_t x%d[NNK_COLT];\n", ri);
+                buf_printf(&initl, "s->x%d[j] = -1;\n", ri);
+                buf_printf(&cinit, "s->x%d[c] = -1;\n", ri);
+                buf_printf(&lload, "int64_t x%d_[NNK_LANES];\n", ri);
+                buf_printf(&cleafp, ", int64_t *NNK_RESTRICT x%d", ri);
+                buf_printf(&cleafa, ", s->x%d", ri);
+                buf_printf(&cfl, "one.x%d[0] = s->x%d[c];\n", ri, ri);
+                buf_printf(&cs2l, "s->x%d[0] = cs.x%d[0];\n", ri, ri);
             }
-            /* the element value converted to the accumulator type */
-            Mode m = {ACC_ROW_CONTIG};
-            EmitAccess ac = access_for(g, &m);
-            Buf v = {0}, vc = {0}, accl = {0}, idxl = {0};
-            emit_ref(&ac, r->arg, &v);
+            /* merges: lane by lane, column by column */
+            char a1[48], b1[48], ax[48], bx[48];
+            snprintf(a1, sizeof a1, "a->a%d[j]", ri);
+            snprintf(b1, sizeof b1, "b->a%d[j]", ri);
+            snprintf(ax, sizeof ax, "a->x%d[j]", ri);
+            snprintf(bx, sizeof bx, "b->x%d[j]", ri);
+            acc_merge(g, ri, r, a1, b1, ax, bx, &merge);
+            snprintf(a1, sizeof a1, "a->a%d[c]", ri);
+            snprintf(b1, sizeof b1, "b->a%d[c]", ri);
+            snprintf(ax, sizeof ax, "a->x%d[c]", ri);
+            snprintf(bx, sizeof bx, "b->x%d[c]", ri);
+            acc_merge(g, ri, r, a1, b1, ax, bx, &cmerge);
+            /* element updates */
+            Mode mr = M_ROW_CONTIG, mcol = M_COL;
+            EmitAccess ar = access_for(g, &mr), acol = access_for(g, &mcol);
+            Buf v = {0}, vc = {0}, vcol = {0}, vccol = {0}, al = {0}, xl = {0};
+            emit_ref(&ar, r->arg, &v);
             emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
-            buf_printf(&accl, "a%d_[j]", ri);
-            buf_printf(&idxl, "x%d_[j]", ri);
-            acc_step(g, ri, r, accl.data, vc.data, idxl.data, "i", &upd);
-            /* lanes into the state, pairwise */
-            for (int pass = 0; pass < 2; pass++) {
-                Buf *dst = pass ? &l1merge : &lmerge;
-                int nl = pass ? 1 : 8;
-                for (int w = 1; w < nl; w *= 2) {
-                    for (int j = 0; j + w < nl; j += 2 * w) {
-                        char a1[32], b1[32], ax[32], bx[32];
-                        snprintf(a1, sizeof a1, "a%d_[%d]", ri, j);
-                        snprintf(b1, sizeof b1, "a%d_[%d]", ri, j + w);
-                        snprintf(ax, sizeof ax, "x%d_[%d]", ri, j);
-                        snprintf(bx, sizeof bx, "x%d_[%d]", ri, j + w);
-                        if (is_arg(r))
-                            buf_printf(dst, "nnk_%s_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin",
-                                       type_suffix(r->acc_type), a1, ax, b1, bx);
-                        else if (r->kind == R_MAX || r->kind == R_MIN)
-                            buf_printf(dst, "%s = nnk_%s_%s(%s, %s);\n", a1, r->kind == R_MAX ? "max" : "min",
-                                       type_suffix(r->acc_type), a1, b1);
-                        else
-                            acc_step(g, ri, r, a1, b1, ax, bx, dst);
-                    }
-                }
-                buf_printf(dst, "out->a%d = a%d_[0];\n", ri, ri);
-                if (is_arg(r))
-                    buf_printf(dst, "out->x%d = x%d_[0];\n", ri, ri);
+            emit_ref(&acol, r->arg, &vcol);
+            emit_convert((Type)k->nodes[r->arg].type, r->acc_type, vcol.data, &vccol);
+            buf_printf(&al, "a%d_[j]", ri);
+            buf_printf(&xl, "x%d_[j]", ri);
+            acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
+            al.len = xl.len = 0;
+            buf_printf(&al, "a%d[c]", ri);
+            buf_printf(&xl, "x%d[c]", ri);
+            acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
+            Buf *tmp[] = {&v, &vc, &vcol, &vccol, &al, &xl};
+            for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
+                buf_free(tmp[i]);
+        }
+        /* lanes: loaded from and stored back to the state in the leaf */
+        buf_puts(&lload, "for (int j = 0; j < NNK_LANES; j++) {\n");
+        buf_puts(&lstore, "for (int j = 0; j < NNK_LANES; j++) {\n");
+        for (int ri = 0; ri < k->nreds; ri++) {
+            if (k->reds[ri].phase != ph)
+                continue;
+            buf_printf(&lload, "    a%d_[j] = s->a%d[j];\n", ri, ri);
+            buf_printf(&lstore, "    s->a%d[j] = a%d_[j];\n", ri, ri);
+            if (is_arg(&k->reds[ri])) {
+                buf_printf(&lload, "    x%d_[j] = s->x%d[j];\n", ri, ri);
+                buf_printf(&lstore, "    s->x%d[j] = x%d_[j];\n", ri, ri);
             }
-            /* state merge */
-            char sa[32], sb[32], xa[32], xb[32];
-            snprintf(sa, sizeof sa, "a->a%d", ri);
-            snprintf(sb, sizeof sb, "b->a%d", ri);
-            snprintf(xa, sizeof xa, "a->x%d", ri);
-            snprintf(xb, sizeof xb, "b->x%d", ri);
+        }
+        buf_puts(&lload, "}\n");
+        buf_puts(&lstore, "}\n");
+        /* final: copy the lanes, combine them pairwise, finish */
+        if (mean)
+            buf_puts(&final, "const int64_t n_red = p->nreduced;\n");
+        else if (!custom)
+            buf_puts(&final, "(void)p;\n");
+        for (int ri = 0; ri < k->nreds; ri++) {
+            const IrReducer *r = &k->reds[ri];
+            if (r->phase != ph)
+                continue;
+            buf_printf(&final, "%s a%d_[NNK_LANES];\n", ctype(r->acc_type), ri);
             if (is_arg(r))
-                buf_printf(&merge, "nnk_%s_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin",
-                           type_suffix(r->acc_type), sa, xa, sb, xb);
-            else if (r->kind == R_MAX || r->kind == R_MIN)
-                buf_printf(&merge, "%s = nnk_%s_%s(%s, %s);\n", sa, r->kind == R_MAX ? "max" : "min",
-                           type_suffix(r->acc_type), sa, sb);
-            else
-                acc_step(g, ri, r, sa, sb, xa, xb, &merge);
-            /* final */
+                buf_printf(&final, "int64_t x%d_[NNK_LANES];\n", ri);
+        }
+        buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
+        for (int ri = 0; ri < k->nreds; ri++) {
+            if (k->reds[ri].phase != ph)
+                continue;
+            buf_printf(&final, "    a%d_[j] = s->a%d[j];\n", ri, ri);
+            if (is_arg(&k->reds[ri]))
+                buf_printf(&final, "    x%d_[j] = s->x%d[j];\n", ri, ri);
+        }
+        buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) (4 5) (6 7), then (0 2) (4 6), then (0 4) */\n");
+        buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n");
+        buf_puts(&final, "    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
+        for (int ri = 0; ri < k->nreds; ri++) {
+            const IrReducer *r = &k->reds[ri];
+            if (r->phase != ph)
+                continue;
+            char a1[32], b1[32], ax[32], bx[32];
+            snprintf(a1, sizeof a1, "a%d_[j]", ri);
+            snprintf(b1, sizeof b1, "a%d_[j + w]", ri);
+            snprintf(ax, sizeof ax, "x%d_[j]", ri);
+            snprintf(bx, sizeof bx, "x%d_[j + w]", ri);
+            Buf m = {0};
+            acc_merge(g, ri, r, a1, b1, ax, bx, &m);
+            buf_printf(&final, "        %s", m.data);
+            buf_free(&m);
+        }
+        buf_puts(&final, "    }\n}\n");
+        for (int ri = 0; ri < k->nreds; ri++) {
+            const IrReducer *r = &k->reds[ri];
+            if (r->phase != ph)
+                continue;
             char fa[32], fx[32];
-            snprintf(fa, sizeof fa, "s->a%d", ri);
-            snprintf(fx, sizeof fx, "s->x%d", ri);
+            snprintf(fa, sizeof fa, "a%d_[0]", ri);
+            snprintf(fx, sizeof fx, "x%d_[0]", ri);
             buf_printf(&final, "f->r%d = ", ri);
             acc_final(r, fa, fx, &final);
             buf_puts(&final, ";\n");
-            buf_free(&v);
-            buf_free(&vc);
-            buf_free(&accl);
-            buf_free(&idxl);
         }
         buf_printf(&sizes, "%s(int32_t)sizeof(%s__s%d)", ph > 1 ? ", " : "", g->in->name, ph);
-        /* element code of this phase's arguments */
-        uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-        ir_mark(k, roots, nroots, L_CONST, need);
-        uint8_t used[NNKC_MAX_PARAMS * 2 + 2];
-        scalars_used(g, need, used);
-        Mode mc = {ACC_ROW_CONTIG}, mg = {ACC_ROW_GENERIC};
-        EmitAccess ac = access_for(g, &mc), ag = access_for(g, &mg);
-        Buf pro = {0}, cbody = {0}, gbody = {0}, ptrs = {0}, test = {0};
-        emit_level(&ac, need, L_CONST, L_ROW, &pro);
-        emit_level(&ac, need, L_ELEM, L_ELEM, &cbody);
-        emit_level(&ag, need, L_ELEM, L_ELEM, &gbody);
-        /* the generic body reads operands through g<k> pointers */
-        Buf gptrs = {0};
-        for (int op = 0; op < g->k->nloads; op++) {
-            bool loaded = false;
-            for (int i = 0; i < k->nnodes; i++)
-                loaded |= need[i] && k->nodes[i].op == IR_LOAD && k->nodes[i].aux == op;
-            if (!loaded)
-                continue;
-            buf_printf(&ptrs, "const %s *NNK_RESTRICT c%d = (const %s *)ps->b[%d];\n", stype(g->op_storage[op]), op,
-                       stype(g->op_storage[op]), op);
-            buf_printf(&gptrs, "const %s *g%d = (const %s *)ps->b[%d];\n", stype(g->op_storage[op]), op,
-                       stype(g->op_storage[op]), op);
-            buf_printf(&test, " && p->strides[%d][p->ndim - 1] == 1", op);
+
+        /* init and merge prologues: the identities of reduce() */
+        Buf ipro = {0};
+        ident_need = need_of(g, ident_roots, nident);
+        read_scalars(g, "p", ident_need.scalars, &ipro);
+        {
+            bool uses_p = false;
+            for (int s = 0; s < g->nscalars; s++)
+                uses_p |= ident_need.scalars[s];
+            if (!uses_p)
+                buf_puts(&ipro, "(void)p;\n");
+            Mode m = M_ROW_CONTIG;
+            EmitAccess ac = access_for(g, &m);
+            emit_level(&ac, ident_need.in, L_CONST, L_UNIFORM, &ipro);
         }
-        buf_puts(&gptrs, gbody.data ? gbody.data : "");
-        tset(P, "state_fields", fields.data ? fields.data : "char unused_;");
-        tset(P, "ident_code", ident.data ? ident.data : "");
-        tset(P, "init_code", init.data ? init.data : "(void)s;");
-        tset(P, "merge_code", merge.data ? merge.data : "(void)a;\n(void)b;");
-        tset(P, "prologue_code", pro.data ? pro.data : "");
-        tset(P, "contig_ptrs", ptrs.data ? ptrs.data : "");
-        tsetf(P, "contig_test", "p->nred == 1%s", test.data ? test.data : "");
-        tset(P, "lane_decls", lanes.data ? lanes.data : "");
-        tset(P, "lane1_decls", lane1.data ? lane1.data : "");
-        tset(P, "contig_body", cbody.data ? cbody.data : "");
-        tset(P, "generic_body", gptrs.data ? gptrs.data : "");
-        tset(P, "lane_update", upd.data ? upd.data : "(void)j;");
-        tset(P, "lane_merge", lmerge.data ? lmerge.data : "");
-        tset(P, "lane1_merge", l1merge.data ? l1merge.data : "");
-        tset(P, "final_code", final.data ? final.data : "(void)f;\n(void)s;");
-        Buf rs = {0};
-        read_scalars(g, &rs, false, NULL);
-        for (int s = 0; s < g->nscalars; s++)
-            buf_printf(&rs, "(void)s%d;\n", s);
-        tset(P, "read_scalars", rs.data ? rs.data : "");
-        buf_free(&rs);
-        Buf *all[] = {&fields, &init, &merge, &lanes, &lane1, &upd, &lmerge, &l1merge, &final, &ident,
-                      &pro, &cbody, &gbody, &ptrs, &test, &gptrs};
+        need_free(&ident_need);
+        tset(P, "init_prologue", bufstr(g->c, &ipro));
+        tset(P, "merge_prologue", custom ? "" : "(void)p;");
+
+        /* the leaf: element code of this phase's reducer arguments */
+        Need nd = need_of(g, roots, nroots);
+        for (int op = 0; op < g->k->nloads; op++)
+            red_loads[op] |= nd.loads[op];
+        Buf pro = {0}, cbody = {0}, sbody = {0}, ptrs = {0}, test = {0}, strides = {0}, hdecl = {0}, mdecl = {0};
+        prologue(g, &nd, L_ROW, nd.red, &pro);
+        elem_code(g, &nd, M_ROW_CONTIG, &cbody);
+        buf_puts(&cbody, upd.data ? upd.data : "");
+        elem_code(g, &nd, M_ROW_STRIDED, &sbody);
+        buf_puts(&sbody, upd.data ? upd.data : "");
+        buf_printf(&test, "p->nred > 0");
+        /* segment bases bK; the element loops index cK from the segment's
+         * start (head, tail, strided) or from the first whole group (main) */
+        for (int op = 0; op < g->k->nloads; op++) {
+            if (!nd.loads[op])
+                continue;
+            const char *st = stype(g->op_storage[op]);
+            buf_printf(&ptrs, "const %s *b%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
+            buf_printf(&test, " && p->strides[%d][last] == 1", op);
+            buf_printf(&hdecl, "const %s *c%d = b%d;\n", st, op, op);
+            buf_printf(&mdecl, "const %s *c%d = b%d + e;\n", st, op, op);
+            buf_printf(&strides, "const %s *c%d = b%d;\n", st, op, op);
+            buf_printf(&strides, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+        }
+        if (nd.idx) {
+            buf_printf(&ptrs, "const int64_t ib0 = ps->ib + it.off[%d];\n", IDX);
+            buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
+            buf_puts(&hdecl, "const int64_t ib = ib0;\n");
+            buf_puts(&mdecl, "const int64_t ib = ib0 + e * is;\n");
+            buf_puts(&strides, "const int64_t ib = ib0;\n");
+        }
+        if (has_arg_phase) {
+            buf_puts(&hdecl, "const int64_t rb = r;\n");
+            buf_puts(&mdecl, "const int64_t rb = r + e;\n");
+            buf_puts(&strides, "const int64_t rb = r;\n");
+        }
+        tset(P, "head_decls", bufstr(g->c, &hdecl));
+        tset(P, "main_decls", bufstr(g->c, &mdecl));
+        tset(P, "phase_reducers", bufstr(g->c, &names));
+        tset(P, "state_fields", bufstr(g->c, &fields));
+        tset(P, "cstate_fields", bufstr(g->c, &cfields));
+        tset(P, "init_lanes", bufstr(g->c, &initl));
+        tset(P, "cinit_cols", bufstr(g->c, &cinit));
+        tset(P, "merge_lanes", bufstr(g->c, &merge));
+        tset(P, "cmerge_cols", bufstr(g->c, &cmerge));
+        tset(P, "final_code", bufstr(g->c, &final));
+        tset(P, "leaf_prologue", bufstr(g->c, &pro));
+        tset(P, "lane_load", bufstr(g->c, &lload));
+        tset(P, "lane_store", bufstr(g->c, &lstore));
+        tset(P, "seg_ptrs", bufstr(g->c, &ptrs));
+        tset(P, "seg_contig_test", bufstr(g->c, &test));
+        tset(P, "strided_decls", bufstr(g->c, &strides));
+        tset(P, "contig_body", bufstr(g->c, &cbody));
+        tset(P, "strided_body", bufstr(g->c, &sbody));
+
+        /* the column leaf */
+        Buf cpro = {0}, cdecl = {0}, cload = {0}, colb = {0}, crow = {0};
+        read_scalars(g, "p", nd.scalars, &cpro);
+        if (nd.n)
+            buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
+        {
+            Mode m = M_COL;
+            EmitAccess ac = access_for(g, &m);
+            emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
+        }
+        uint8_t *bnd = boundary(g, &nd, roots, nroots, L_ROW);
+        col_row_values(g, &nd, bnd, &cdecl, &cload);
+        free(bnd);
+        if (!nd.red)
+            buf_puts(&cpro, "(void)fc;\n");
+        buf_puts(&cpro, cdecl.data ? cdecl.data : "");
+        buf_free(&cdecl);
+        buf_puts(&colb, cload.data ? cload.data : "");
+        buf_free(&cload);
+        elem_code(g, &nd, M_COL, &colb);
+        buf_puts(&colb, cupd.data ? cupd.data : "");
+        for (int op = 0; op < g->k->nloads; op++) {
+            if (!nd.loads[op])
+                continue;
+            const char *st = stype(g->op_storage[op]);
+            buf_printf(&crow, "const %s *c%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
+        }
+        if (nd.idx) {
+            buf_printf(&crow, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
+            buf_printf(&crow, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
+        }
+        tset(P, "cleaf_prologue", bufstr(g->c, &cpro));
+        tset(P, "crow_ptrs", bufstr(g->c, &crow));
+        tset(P, "col_body", bufstr(g->c, &colb));
+        tset(P, "cleaf_params", bufstr(g->c, &cleafp));
+        tset(P, "cleaf_args", bufstr(g->c, &cleafa));
+        tset(P, "cfinal_load", bufstr(g->c, &cfl));
+        tset(P, "cfinal_store", bufstr(g->c, &cfs));
+        tset(P, "cs_to_lane0", bufstr(g->c, &cs2l));
+        need_free(&nd);
+        Buf *all[] = {&upd, &cupd};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             buf_free(all[i]);
-        free(need);
     }
     tlist(d, "phases");
     tset(d, "state_sizes", sizes.data ? sizes.data : "0");
@@ -700,66 +1031,220 @@ static void reduction(const Gen *g, TDict *d)
     tbool(d, "has_arg_reducer", has_arg);
     tset(d, "argmax_flag", has_arg ? "1" : "0");
 
-    /* epilogue: tensor outputs per element, reduced-shape outputs per row */
-    int32_t roots[NNKC_MAX_PARAMS * 2];
-    int nr = 0;
+    /* ---- epilogue: tensor outputs per element, reduced-shape outputs per position */
+    int32_t roots[MAXOPS], troots[MAXOPS];
+    int nr = 0, nt = 0;
     bool has_tensor = false;
     for (int i = 0; i < k->nouts; i++) {
         roots[nr++] = k->outs[i].node;
+        if (k->outs[i].tensor)
+            troots[nt++] = k->outs[i].node;
         has_tensor |= k->outs[i].tensor;
     }
-    uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-    ir_mark(k, roots, nr, L_CONST, need);
-    Mode mc = {ACC_ROW_CONTIG}, mg = {ACC_ROW_GENERIC};
-    EmitAccess ac = access_for(g, &mc), ag = access_for(g, &mg);
-    Buf pro = {0}, cbody = {0}, gbody = {0}, ptrs = {0}, test = {0}, sstores = {0};
-    emit_level(&ac, need, L_CONST, L_ROW, &pro);
-    emit_level(&ac, need, L_ELEM, L_ELEM, &cbody);
-    for (int op = 0; op < g->nops; op++) {
-        bool loaded = false;
-        for (int i = 0; i < k->nnodes; i++)
-            loaded |= need[i] && k->nodes[i].op == IR_LOAD && k->nodes[i].aux == op;
-        bool tout = is_output(g, op) && !g->op_reduced[op];
-        if (!loaded && !tout)
-            continue;
-        const char *cst = tout ? "" : "const ";
-        buf_printf(&ptrs, "%s%s *NNK_RESTRICT c%d = (%s%s *)ps->b[%d];\n", cst, stype(g->op_storage[op]), op, cst,
-                   stype(g->op_storage[op]), op);
-        buf_printf(&gbody, "%s%s *g%d = (%s%s *)ps->b[%d];\n", cst, stype(g->op_storage[op]), op, cst,
-                   stype(g->op_storage[op]), op);
-        buf_printf(&test, " && p->strides[%d][p->ndim - 1] == 1", op);
-    }
-    emit_level(&ag, need, L_ELEM, L_ELEM, &gbody);
-    for (int i = 0; i < k->nouts; i++) {
-        const IrOutput *o = &k->outs[i];
-        int op = k->nloads + i;
-        Buf v = {0};
-        emit_ref(&ac, o->node, &v);
-        if (o->tensor) {
-            buf_printf(&cbody, "c%d[i] = ", op);
-            emit_store(o->type, o->storage, v.data, &cbody);
-            buf_puts(&cbody, ";\n");
-            buf_printf(&gbody, "g%d[it.off[%d]] = ", op, op);
-            emit_store(o->type, o->storage, v.data, &gbody);
-            buf_puts(&gbody, ";\n");
-        } else {
+    Need nd = need_of(g, roots, nr);
+    Need tnd = need_of(g, troots, nt);
+    /* row order: prologue, scalar stores, a vectorizable row function */
+    Buf pro = {0}, sstores = {0}, ptrs = {0}, test = {0}, strides = {0}, sbody = {0};
+    prologue(g, &nd, L_ROW, nd.red, &pro);
+    {
+        Mode m = M_ROW_CONTIG;
+        EmitAccess ac = access_for(g, &m);
+        for (int i = 0; i < k->nouts; i++) {
+            const IrOutput *o = &k->outs[i];
+            if (o->tensor)
+                continue;
+            int op = k->nloads + i;
+            Buf v = {0};
+            emit_ref(&ac, o->node, &v);
             buf_printf(&sstores, "*(%s *)ps->b[%d] = ", stype(o->storage), op);
             emit_store(o->type, o->storage, v.data, &sstores);
             buf_puts(&sstores, ";\n");
+            buf_free(&v);
         }
-        buf_free(&v);
     }
-    tset(d, "epi_prologue", pro.data ? pro.data : "");
-    tset(d, "scalar_stores", sstores.data ? sstores.data : "");
+    /* the contiguous row function: values of the outer levels as parameters */
+    uint8_t *bu = boundary(g, &tnd, troots, nt, L_UNIFORM), *br = boundary(g, &tnd, troots, nt, L_ROW);
+    Buf erow = {0}, eparams = {0}, eargs = {0}, cbody = {0};
+    Buf ceparams = {0}, ceargs = {0}, ceptrs = {0}, cebody = {0};
+    if (tnd.idx) {
+        buf_puts(&eparams, ", int64_t ib, int64_t is");
+        buf_puts(&eargs, ", ib, is");
+        buf_puts(&ceparams, ", int64_t ib, int64_t ics");
+        buf_puts(&ceargs, ", ib, ics");
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        if (!bu[i] && !br[i])
+            continue;
+        const char *T = ctype((Type)k->nodes[i].type);
+        buf_printf(&eparams, ", %s t%d", T, i);
+        buf_printf(&eargs, ", t%d", i);
+        if (bu[i]) {
+            buf_printf(&ceparams, ", %s t%d", T, i);
+            buf_printf(&ceargs, ", t%d", i);
+        } else {
+            buf_printf(&ceparams, ", const %s *NNK_RESTRICT t%d_", T, i);
+            buf_printf(&ceargs, ", t%d_", i);
+        }
+    }
+    for (int op = 0; op < g->nops; op++) {
+        bool tout = is_output(g, op) && !g->op_reduced[op];
+        if (!tnd.loads[op] && !tout)
+            continue;
+        const char *cst = tout ? "" : "const ";
+        const char *st = stype(g->op_storage[op]);
+        buf_printf(&eparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
+        buf_printf(&eargs, ", c%d", op);
+        buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
+        buf_printf(&ceargs, ", c%d", op);
+        buf_printf(&ptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
+        buf_printf(&ceptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
+        buf_printf(&test, " && p->strides[%d][last] == 1", op);
+        buf_printf(&strides, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+    }
+    if (tnd.idx) {
+        buf_printf(&ptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
+        buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
+        buf_printf(&ceptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
+        buf_printf(&ceptrs, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
+    }
+    elem_code(g, &tnd, M_ROW_CONTIG, &cbody);
+    tensor_stores(g, M_ROW_CONTIG, &cbody);
+    elem_code(g, &tnd, M_ROW_STRIDED, &sbody);
+    tensor_stores(g, M_ROW_STRIDED, &sbody);
+    /* row function text */
+    if (has_tensor) {
+        buf_printf(&erow, "\n/* n contiguous elements of the tensor outputs (row order epilogue). */\n");
+        buf_printf(&erow, "static void %s__epirow(int64_t n%s)\n{\n", g->in->name, eparams.data ? eparams.data : "");
+        buf_puts(&erow, "    int64_t b = 0;\n");
+        buf_puts(&erow, "    for (; b + NNK_BLOCK <= n; b += NNK_BLOCK) {\n");
+        buf_puts(&erow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n");
+        buf_puts(&erow, "            const int64_t i = b + jb;\n");
+        for (char *line = cbody.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(&erow, "            %.*s\n", (int)(nl - line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(&erow, "        }\n    }\n    for (int64_t i = b; i < n; i++) {\n");
+        for (char *line = cbody.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(&erow, "        %.*s\n", (int)(nl - line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(&erow, "    }\n}\n");
+    }
+    tset(d, "epi_prologue", bufstr(g->c, &pro));
+    tset(d, "scalar_stores", bufstr(g->c, &sstores));
     tbool(d, "has_tensor_outs", has_tensor);
-    tset(d, "epi_ptrs", ptrs.data ? ptrs.data : "");
-    tsetf(d, "epi_contig_test", "p->nred == 1%s", test.data ? test.data : "");
-    tset(d, "epi_contig_body", cbody.data ? cbody.data : "");
-    tset(d, "epi_generic_body", gbody.data ? gbody.data : "");
-    Buf *all[] = {&pro, &cbody, &gbody, &ptrs, &test, &sstores, &scratch};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        buf_free(all[i]);
-    free(need);
+    tset(d, "epi_ptrs", bufstr(g->c, &ptrs));
+    tsetf(d, "epi_contig_test", "p->nred > 0%s", test.data ? test.data : "");
+    buf_free(&test);
+    tset(d, "epi_strides", bufstr(g->c, &strides));
+    tset(d, "epi_contig_args", bufstr(g->c, &eargs));
+    tset(d, "epi_strided_body", bufstr(g->c, &sbody));
+
+    /* column order epilogue */
+    Buf cepro = {0}, cdecl = {0}, cload = {0}, cstores = {0}, cerow = {0};
+    read_scalars(g, "p", nd.scalars, &cepro);
+    if (nd.n)
+        buf_puts(&cepro, "const int64_t n_red = p->nreduced;\n");
+    if (!nd.red)
+        buf_puts(&cepro, "(void)fc;\n");
+    {
+        Mode m = M_COL;
+        EmitAccess ac = access_for(g, &m);
+        emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cepro);
+        /* arrays of the row values: those the tensor outputs use, and the
+         * reduced-shape outputs' values */
+        uint8_t *ball = boundary(g, &nd, roots, nr, L_ROW);
+        col_row_values(g, &nd, ball, &cdecl, &cload);
+        free(ball);
+        buf_puts(&cepro, cdecl.data ? cdecl.data : "");
+        buf_free(&cdecl);
+        buf_free(&cload);
+        for (int i = 0; i < k->nouts; i++) {
+            const IrOutput *o = &k->outs[i];
+            if (o->tensor)
+                continue;
+            int op = k->nloads + i;
+            const IrNode *n = &k->nodes[o->node];
+            Buf v = {0};
+            if (n->level == L_ROW && n->op != IR_CONST)
+                buf_printf(&v, "t%d_[c]", o->node);
+            else
+                emit_ref(&ac, o->node, &v);
+            buf_printf(&cstores, "((%s *)ps->b[%d])[c * p->strides[%d][p->ndim - p->nred - 1]] = ", stype(o->storage), op, op);
+            emit_store(o->type, o->storage, v.data, &cstores);
+            buf_puts(&cstores, ";\n");
+            buf_free(&v);
+        }
+    }
+    /* the column row function */
+    for (int i = 0; i < k->nnodes; i++)
+        if (br[i])
+            buf_printf(&cebody, "const %s t%d = t%d_[c];\n", ctype((Type)k->nodes[i].type), i, i);
+    elem_code(g, &tnd, M_COL, &cebody);
+    tensor_stores(g, M_COL, &cebody);
+    if (has_tensor) {
+        buf_printf(&cerow, "\n/* T positions of one row of the tensor outputs (column order epilogue). */\n");
+        buf_printf(&cerow, "static void %s__cepirow(int64_t T%s)\n{\n", g->in->name, ceparams.data ? ceparams.data : "");
+        buf_puts(&cerow, "    int64_t b = 0;\n");
+        buf_puts(&cerow, "    for (; b + NNK_BLOCK <= T; b += NNK_BLOCK) {\n");
+        buf_puts(&cerow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n");
+        buf_puts(&cerow, "            const int64_t c = b + jb;\n");
+        for (char *line = cebody.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(&cerow, "            %.*s\n", (int)(nl - line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(&cerow, "        }\n    }\n    for (int64_t c = b; c < T; c++) {\n");
+        for (char *line = cebody.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(&cerow, "        %.*s\n", (int)(nl - line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(&cerow, "    }\n}\n");
+    }
+    buf_free(&cebody);
+    buf_free(&cbody);
+    tset(d, "cepi_prologue", bufstr(g->c, &cepro));
+    tset(d, "cscalar_stores", bufstr(g->c, &cstores));
+    tset(d, "cepi_ptrs", bufstr(g->c, &ceptrs));
+    tset(d, "cepi_args", bufstr(g->c, &ceargs));
+    buf_free(&eparams);
+    buf_free(&ceparams);
+    /* the row functions of the epilogues */
+    tset(d, "epirow_fn", bufstr(g->c, &erow));
+    tset(d, "cepirow_fn", bufstr(g->c, &cerow));
+    free(bu);
+    free(br);
+
+    /* ---- the column test: the innermost kept dimension contiguous for
+     * every operand used, the innermost reduced one not (for some input) */
+    bool has_col = false;
+    Buf ct = {0}, rowc = {0};
+    for (int op = 0; op < g->nops; op++) {
+        bool tout = is_output(g, op) && !g->op_reduced[op];
+        bool loaded = op < g->k->nloads && (red_loads[op] || nd.loads[op]);
+        if (loaded || tout)
+            buf_printf(&ct, "%sp->strides[%d][k0 - 1] == 1", ct.len ? " && " : "", op);
+        if (op < g->k->nloads && red_loads[op]) {
+            has_col = true;
+            buf_printf(&rowc, "%sp->strides[%d][last] == 1", rowc.len ? " && " : "", op);
+        }
+    }
+    if (has_col)
+        tsetf(d, "col_test", "%s && !(%s)", ct.data, rowc.data);
+    else
+        tset(d, "col_test", "0");
+    tbool(d, "has_col", has_col);
+    buf_free(&ct);
+    buf_free(&rowc);
+    need_free(&nd);
+    need_free(&tnd);
 
     /* §6 entry: [outer, len, inner] views */
     Buf args = {0};
@@ -769,24 +1254,24 @@ static void reduction(const Gen *g, TDict *d)
         if (ip->tensor) {
             TDict *v = tpush(d, "api_views");
             tsetf(v, "k", "%d", vi);
-            tset(v, "arg", ip->name);
+            tset(v, "arg", c_param(g, ip->name));
             tset(v, "rank", "3");
-            tset(v, "shape", "full");
-            tset(v, "strides", "fst");
-            buf_printf(&args, ", &v%d", vi++);
+            tset(v, "shape", "full_");
+            tset(v, "strides", "fst_");
+            buf_printf(&args, ", &v%d_", vi++);
         } else {
-            buf_printf(&args, ", %s", ip->name);
+            buf_printf(&args, ", %s", c_param(g, ip->name));
         }
     }
     for (int i = 0; i < g->in->nouts; i++) {
         const InstParam *o = &g->in->outs[i];
         TDict *v = tpush(d, "api_views");
         tsetf(v, "k", "%d", vi);
-        tset(v, "arg", o->name);
+        tset(v, "arg", c_param(g, o->name));
         tset(v, "rank", o->tensor ? "3" : "2");
-        tset(v, "shape", o->tensor ? "full" : "red");
-        tset(v, "strides", o->tensor ? "fst" : "rst");
-        buf_printf(&args, ", &v%d", vi++);
+        tset(v, "shape", o->tensor ? "full_" : "red_");
+        tset(v, "strides", o->tensor ? "fst_" : "rst_");
+        buf_printf(&args, ", &v%d_", vi++);
     }
     tlist(d, "api_views");
     tset(d, "api_args", args.data ? args.data : "");
@@ -818,8 +1303,7 @@ static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *o
         tset(e, "kind", in->reduction ? "NNK_KIND_REDUCTION" : "NNK_KIND_ELEMENTWISE");
         tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s__cuda\"", in->name) : "0");
         scalar_lists(&g, e);
-        api_params(&g, e, false);
-        views_list(&g, e);
+        api_params(&g, e);
         if (!bodies)
             continue;
         desc_params(&g, e);

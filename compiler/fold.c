@@ -85,6 +85,42 @@ float nnkc_bf16_to_f32(uint16_t h)
     return u2f((uint32_t)h << 16);
 }
 
+/* f64 -> f32 rounded to odd: exact values stay; inexact ones are truncated
+ * toward zero with the last bit set.  Rounding that to nearest even at 11
+ * or 8 bits (f16, bf16; both at most 24 - 2) gives the correctly rounded
+ * f64 -> f16/bf16 conversion, where going through (float) would round
+ * twice (1 + 2^-11 + 2^-40 would become 1.0 in f16 instead of 1 + 2^-10).
+ * The generated code does the same (nnk_d2f_odd, templates/c/prelude.tmpl). */
+static float f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if (d != d || (double)f == d)
+        return f;
+    uint32_t u = f2u(f);
+    if (fabs((double)f) > fabs(d))
+        u--;
+    return u2f(u | 1u);
+}
+
+/* An integer as a double, rounded to odd when it needs more than 53 bits,
+ * so that a later rounding to f16/bf16 is still correct (nnk_u64_odd). */
+static double u64_odd(uint64_t u)
+{
+    if (!(u >> 53))
+        return (double)u;
+    return (double)((u >> 11) | (uint64_t)((u & 0x7ffu) != 0)) * 2048.0;
+}
+
+uint16_t nnkc_f64_to_f16(double d)
+{
+    return nnkc_f32_to_f16(f64_to_f32_odd(d));
+}
+
+uint16_t nnkc_f64_to_bf16(double d)
+{
+    return nnkc_f32_to_bf16(f64_to_f32_odd(d));
+}
+
 /* ---- values ---------------------------------------------------------------- */
 
 static bool is_unsigned(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_UINT; }
@@ -172,13 +208,20 @@ Value value_cast(Value v, Type to)
         return v;
     bool from_float = type_is_float(v.type) || v.type == T_WFLOAT;
     if (type_is_float(to)) {
-        double f = value_as_double(v);
+        /* One rounding from the exact value, as the generated code does:
+         * integers convert directly (not through double, which would round
+         * a 64-bit value twice), f64 and integers reach f16/bf16 through a
+         * double rounded to odd. */
         Value r = {.type = to};
+        bool uns = is_unsigned(v.type);
+        double wide = from_float ? v.v.f
+                    : uns ? u64_odd(v.v.u)
+                    : v.v.i < 0 ? -u64_odd(0 - (uint64_t)v.v.i) : u64_odd((uint64_t)v.v.i);
         switch (to) {
-        case T_F16: r.v.f = nnkc_f16_to_f32(nnkc_f32_to_f16((float)f)); break;
-        case T_BF16: r.v.f = nnkc_bf16_to_f32(nnkc_f32_to_bf16((float)f)); break;
-        case T_F32: r.v.f = (float)f; break;
-        default: r.v.f = f; break;
+        case T_F16: r.v.f = nnkc_f16_to_f32(nnkc_f64_to_f16(wide)); break;
+        case T_BF16: r.v.f = nnkc_bf16_to_f32(nnkc_f64_to_bf16(wide)); break;
+        case T_F32: r.v.f = from_float ? (float)v.v.f : uns ? (float)v.v.u : (float)v.v.i; break;
+        default: r.v.f = from_float ? v.v.f : uns ? (double)v.v.u : (double)v.v.i; break;
         }
         return r;
     }

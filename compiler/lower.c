@@ -258,6 +258,10 @@ static int32_t ir_call(Lower *L, Builtin bi, Type t, const int32_t *args, int na
     Value r;
     if (all && fold_builtin(bi, (Type)N(L, args[0])->type, vals, nargs, &r))
         return ir_const(L, value_cast(r, t));
+    /* Integers and bools are never NaN or infinite: a constant, and the
+     * operand is not loaded at all. */
+    if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float((Type)N(L, args[0])->type))
+        return ir_const(L, value_int(T_BOOL, bi == B_ISFINITE));
     IrNode n = blank(IR_CALL, t);
     n.sub = (uint16_t)bi;
     n.a = args[0];

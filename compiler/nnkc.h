@@ -237,6 +237,9 @@ uint16_t nnkc_f32_to_f16(float f);
 float nnkc_f16_to_f32(uint16_t h);
 uint16_t nnkc_f32_to_bf16(float f);
 float nnkc_bf16_to_f32(uint16_t h);
+/* f64 -> f16 / bf16 with one rounding (no detour through a rounded f32). */
+uint16_t nnkc_f64_to_f16(double d);
+uint16_t nnkc_f64_to_bf16(double d);
 
 /* ===================================================================== */
 /* grammar/lexer.re: tokens                                              */

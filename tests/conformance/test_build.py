@@ -1,0 +1,171 @@
+"""Properties of the generated C that are not numbers:
+  * it compiles without a warning under -std=c11 -Wall -Wextra -Werror
+    (and the project's stricter set) with gcc at -O0/-O2/-O3 and with clang;
+  * the header from `nnkc --emit-header` compiles alone as C11 and as C++17;
+  * gcc vectorizes the contiguous loops (-fopt-info-vec): the loop of
+    saxpy__contig and the group-of-lanes loop of a sum reduction, at -O3
+    and at plain -O2 (no -ffast-math);
+  * `nnkc -S` twice gives the same bytes;
+  * parameter names that are C/C++ keywords or that the entry points use
+    themselves still give working code.
+"""
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nnkconf as C  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join(HERE, "kernels")
+SAMPLES = os.path.join(C.SRCDIR, "samples")
+STRICT = ["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
+          "-Wpointer-arith", "-Wwrite-strings", "-Wpedantic"]
+
+
+def work(name):
+    d = os.path.join(C.WORK, "build")
+    os.makedirs(d, exist_ok=True)
+    return os.path.join(d, name)
+
+
+def nnkc(*args):
+    return C.run([C.NNKC] + list(args))
+
+
+def sources():
+    """Small and medium .nnk files: the samples and a few test kernels."""
+    out = [os.path.join(KERNELS, f) for f in ("abi.nnk", "half.nnk", "names.nnk", "vector.nnk")]
+    if os.path.isdir(SAMPLES):
+        for f in sorted(os.listdir(SAMPLES)):
+            if f.endswith(".nnk"):
+                out.append(os.path.join(SAMPLES, f))
+        for d in sorted(os.listdir(SAMPLES)):
+            sub = os.path.join(SAMPLES, d)
+            if os.path.isdir(sub):
+                out += [os.path.join(sub, f) for f in sorted(os.listdir(sub)) if f.endswith(".nnk")]
+    return out
+
+
+def compilers():
+    cc = [(C.CC, "cc")]
+    if shutil.which("clang") and C.CC != "clang":
+        cc.append(("clang", "clang"))
+    return cc
+
+
+def test_warning_free_c():
+    for src in sources():
+        base = os.path.splitext(os.path.basename(src))[0]
+        cfile = work(base + ".c")
+        nnkc("-S", "--target=c", "-I", os.path.dirname(src), src, "-o", cfile)
+        for cc, tag in compilers():
+            for opt in (["-O0"], ["-O2"], ["-O3"]) if tag == "cc" else (["-O2"],):
+                cmd = [cc, "-std=c11"] + opt + STRICT + ["-c", cfile, "-o", work(base + ".o")]
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                C.check(p.returncode == 0, "%s %s: warnings or errors:\n%s" % (tag, " ".join(opt), p.stdout[:3000]))
+
+
+def test_header_compiles_alone():
+    # another generated header in the same translation unit (both embed nnk/abi.h)
+    nnkc("--emit-header", os.path.join(KERNELS, "abi.nnk"), "-o", work("abi.h"))
+    for src in sources():
+        base = os.path.splitext(os.path.basename(src))[0]
+        h = work(base + ".h")
+        nnkc("--emit-header", "-I", os.path.dirname(src), src, "-o", h)
+        main = work(base + "_main.c")
+        with open(main, "w") as f:
+            f.write('#include "%s"\n#include "%s"\n#include "%s"\nint main(void) { return 0; }\n' % (h, h, work("abi.h")))
+        for lang, std, cc in (("c", "-std=c11", C.CC), ("c++", "-std=c++17", os.environ.get("CXX") or "g++")):
+            if not shutil.which(cc.split()[0]):
+                continue
+            cmd = [cc, std, "-x", lang, "-Wall", "-Wextra", "-Werror", "-Wpedantic", main, "-o", work(base + "_main")]
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+            C.check(p.returncode == 0, "header of %s as %s:\n%s" % (base, lang, p.stdout[:3000]))
+
+
+def _functions(cfile):
+    """line number -> name of the function defined around it."""
+    names, cur = {}, None
+    pat = re.compile(r"^(?:static\s+)?(?:inline\s+)?(?:const\s+)?[A-Za-z_][\w ]*?\**\s*\b([A-Za-z_]\w*)\s*\(")
+    with open(cfile) as f:
+        for n, line in enumerate(f, 1):
+            m = pat.match(line)
+            if m and not line.rstrip().endswith(";"):
+                cur = m.group(1)
+            names[n] = cur
+    return names
+
+
+def _vectorized(cfile, flags):
+    cmd = [C.CC, "-std=c11"] + flags + ["-fopt-info-vec-optimized", "-c", cfile, "-o", os.devnull]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    C.check(p.returncode == 0, "compile failed: %s" % p.stdout[:2000])
+    fn = _functions(cfile)
+    out = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r".*?:(\d+):\d+: optimized: loop vectorized", line)
+        if m:
+            n = int(m.group(1))
+            out.setdefault(fn.get(n), set()).add(n)
+    return out
+
+
+def test_vectorized_loops():
+    src = os.path.join(KERNELS, "vector.nnk")
+    cfile = work("vector.c")
+    nnkc("-S", "--target=c", src, "-o", cfile)
+    text = open(cfile).read().splitlines()
+    if "gcc" not in subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower() \
+            and "free software" not in subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower():
+        print("  (not gcc: -fopt-info-vec checks skipped)")
+        return
+    for flags in (["-O3"], ["-O2"]):
+        v = _vectorized(cfile, flags)
+        what = " ".join(flags)
+        C.check("saxpy__contig" in v, "%s: the loop of saxpy__contig is vectorized (got %s)" % (what, sorted(k for k in v if k)))
+        leaf = v.get("vsum__leaf1", set())
+        lane_loops = [n for n in leaf if "g < ng" in text[n - 1] or "j < NNK_LANES" in text[n - 1]]
+        C.check(lane_loops, "%s: the lane-group loop of vsum__leaf1 is vectorized (vectorized lines in it: %s)" % (what, sorted(leaf)))
+        # (gelu's tanhf is a libm call: without -ffast-math and libmvec it stays scalar)
+        for f in ("vsum__cleaf1", "vcenter__epirow", "vcenter__cepirow", "relu_bias__contig", "vsum_i32__leaf1",
+                  "vmax__leaf1"):
+            C.check(f in v, "%s: a loop of %s is vectorized" % (what, f))
+
+
+def test_deterministic_output():
+    for src in sources()[:4] + [os.path.join(KERNELS, "reductions.nnk")]:
+        outs = []
+        for k in range(2):
+            o = work("det%d.c" % k)
+            nnkc("-S", "--target=c", src, "-o", o)
+            h = work("det%d.h" % k)
+            nnkc("--emit-header", src, "-o", h)
+            outs.append((open(o, "rb").read(), open(h, "rb").read()))
+        C.check(outs[0] == outs[1], "nnkc -S / --emit-header of %s twice: different bytes" % os.path.basename(src))
+
+
+def test_parameter_names():
+    k = C.load("kernels/names.nnk")
+    p = np.arange(5, dtype=np.float32)
+    views = np.ones(5, dtype=np.float32)
+    i = np.full(5, 2, dtype=np.float32)
+    v_ = np.full(5, 7, dtype=np.float32)
+    d, p_ = k.clash(p, 3.0, views, i, 0.5, v_)
+    C.equal(d, p * 3 + views + i * 0.5, "params named p, rc, views, int, len")
+    C.equal(p_, v_, "params named views_, p_")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    inner, full_ = k.rclash(x, 2.0, x, axes=1)
+    C.equal(inner, (x * 2 + x).sum(axis=1), "params named axes, naxes, outer, inner")
+    C.equal(full_, x, "an output named full_")
+    inner2, full2 = C.contig_call(k.rclash, (3, 4, 1), x, 2.0, x)
+    C.equal(inner2.ravel(), inner, "the [outer, len, inner] entry with those names")
+
+
+if __name__ == "__main__":
+    sys.exit(C.main(globals()))

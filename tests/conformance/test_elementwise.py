@@ -1,0 +1,613 @@
+"""Elementwise conformance: every built-in function, operator and dtype of
+language.md sections 2-3 against numpy (or an exact Python reference), with
+stated tolerances:
+
+  * correctly rounded operations (+ - * / sqrt fma fmod floor ceil round
+    trunc abs sign min max clamp copysign relu where, conversions) must be
+    bit-exact in f32 and f64, and also in f16/bf16 where f32 is wide enough
+    for one rounding to be exact (+ - * / sqrt: 24 >= 2*11+2 bits);
+  * libm functions: within a few ulp of the correctly rounded value
+    (TOL below), computed in f64 by numpy/math and rounded to the type;
+  * f16 and bf16 compute in f32 and round once on store (language.md
+    section 2), so they are compared with the f32 reference rounded to the
+    type, within 1 ulp of the type.
+Integers wrap; division and remainder by zero give 0; shifts out of range
+give 0 (or -1 for >> of a negative); float-to-int conversion truncates,
+saturates and maps NaN to 0.
+"""
+import fractions
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nnkconf as C  # noqa: E402
+
+FT = ["f16", "bf16", "f32", "f64"]
+IT = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+rng = np.random.default_rng(12345)
+
+
+def B():
+    return C.load("kernels/builtins.nnk")
+
+
+def OPS():
+    return C.load("kernels/ops.nnk")
+
+
+# ---- values ---------------------------------------------------------------------
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5, np.inf, -np.inf, np.nan,
+           1e-30, -1e-30, 1e-40, 65504.0, 65520.0, 1e30, -1e30, 3.0e38, 1e300]
+
+
+def in_type(x, t):
+    """float64 values -> the values representable in t, as float64 (what a
+    kernel of type t receives), and the storage array to pass."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if t == "f16":
+            s = x.astype(np.float16)
+            return s.astype(np.float64), s
+        if t == "bf16":
+            s = C.f32_to_bf16(x.astype(np.float32))
+            return C.bf16_to_f32(s).astype(np.float64), s.view(C.BF16Array)
+        if t == "f32":
+            s = x.astype(np.float32)
+            return s.astype(np.float64), s
+    return x, x.copy()
+
+
+def round_to(r, t):
+    """float64 results -> storage of type t, rounded once (the reference)."""
+    r = np.asarray(r, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if t == "f16":
+            return r.astype(np.float16)
+        if t == "bf16":
+            # f64 -> bf16 correctly rounded: round to odd f32 first, then RNE
+            return C.f32_to_bf16(_f64_to_f32_odd(r))
+        if t == "f32":
+            return r.astype(np.float32)
+    return r
+
+
+def _f64_to_f32_odd(r):
+    f = r.astype(np.float32)
+    back = f.astype(np.float64)
+    inexact = (back != r) & ~np.isnan(r)
+    u = f.view(np.uint32).copy()
+    too_big = np.abs(back) > np.abs(r)
+    u = np.where(inexact & too_big, u - 1, u)
+    u = np.where(inexact, u | 1, u)
+    return u.view(np.float32)
+
+
+def sample(lo, hi, n=600, t="f32"):
+    v = np.concatenate([rng.uniform(lo, hi, n), np.array(SPECIAL)])
+    return v
+
+
+def ref_f32(fn, xs, t):
+    """Reference of a compute-in-f32 function for f16/bf16: evaluate in f64
+    on the inputs, round to f32 (the computed value), then to t."""
+    with np.errstate(all="ignore"):
+        r = fn(*xs)
+    if t in ("f16", "bf16"):
+        r = np.asarray(r, dtype=np.float64).astype(np.float32).astype(np.float64)
+    return round_to(r, t)
+
+
+def _vec(f):
+    def g(x):
+        out = np.empty_like(x)
+        for i, v in enumerate(x.flat):
+            try:
+                out.flat[i] = f(v)
+            except (ValueError, OverflowError):
+                out.flat[i] = np.nan
+        return out
+    return g
+
+
+def _lgamma(v):
+    if math.isnan(v):
+        return v
+    if math.isinf(v) or (v <= 0 and v == math.floor(v)):
+        return math.inf
+    return math.lgamma(v)
+
+
+def _tgamma(v):
+    if math.isnan(v) or v == -math.inf:
+        return math.nan
+    if v == math.inf:
+        return math.inf
+    if v == 0:
+        return math.copysign(math.inf, v)
+    if v < 0 and v == math.floor(v):
+        return math.nan
+    try:
+        return math.gamma(v)
+    except OverflowError:
+        return math.inf
+
+
+# name: (reference in f64, domain, tolerance in ulp for f32/f64)
+UNARY = {
+    "sqrt": (np.sqrt, (0, 1e4), 0),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), (0, 1e4), 1),
+    "cbrt": (np.cbrt, (-1e3, 1e3), 1),
+    "exp": (np.exp, (-30, 30), 1),
+    "exp2": (np.exp2, (-30, 30), 1),
+    "expm1": (np.expm1, (-5, 5), 1),
+    "log": (np.log, (0, 1e4), 1),
+    "log2": (np.log2, (0, 1e4), 1),
+    "log10": (np.log10, (0, 1e4), 1),
+    "log1p": (np.log1p, (-1, 10), 1),
+    "sin": (np.sin, (-10, 10), 1),
+    "cos": (np.cos, (-10, 10), 1),
+    "tan": (np.tan, (-1.5, 1.5), 1),
+    "asin": (np.arcsin, (-1, 1), 1),
+    "acos": (np.arccos, (-1, 1), 1),
+    "atan": (np.arctan, (-100, 100), 1),
+    "sinh": (np.sinh, (-10, 10), 2),
+    "cosh": (np.cosh, (-10, 10), 2),
+    "tanh": (np.tanh, (-10, 10), 2),
+    "asinh": (np.arcsinh, (-100, 100), 2),
+    "acosh": (np.arccosh, (1, 100), 2),
+    "atanh": (np.arctanh, (-1, 1), 2),
+    "erf": (_vec(math.erf), (-5, 5), 2),
+    "erfc": (_vec(math.erfc), (-5, 5), 4),
+    "lgamma": (_vec(_lgamma), (0.1, 20), 8),
+    "tgamma": (_vec(_tgamma), (0.1, 10), 8),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (-20, 20), 3),
+    "floor": (np.floor, (-100, 100), 0),
+    "ceil": (np.ceil, (-100, 100), 0),
+    "round": (np.rint, (-100, 100), 0),
+    "trunc": (np.trunc, (-100, 100), 0),
+    "abs": (np.abs, (-100, 100), 0),
+    "sign": (np.sign, (-2, 2), 0),
+    "relu": (lambda x: np.where(np.isnan(x), x, np.maximum(x, 0)), (-2, 2), 0),
+}
+
+
+def test_unary_float_builtins():
+    for name, (fn, (lo, hi), tol) in UNARY.items():
+        for t in FT:
+            k = getattr(B(), "u_%s_%s" % (name, t))
+            x, xs = in_type(sample(lo, hi, t=t), t)
+            got = k(xs)
+            want = ref_f32(fn, [x], t)
+            if t in ("f16", "bf16"):
+                ulp = 0 if name in ("sqrt", "floor", "ceil", "round", "trunc", "abs", "sign", "relu") else 1
+                C.close(got, want, t, ulp=ulp, what="%s<%s>" % (name, t), inputs=[x])
+            else:
+                # absolute slack near results that cancel (lgamma's zeros, sin's)
+                # (Python's lgamma is good to ~1e-15 absolute, not to an ulp of small results)
+                atol = {"f32": 1e-6, "f64": 1e-14}[t] if name == "lgamma" else 0
+                C.close(got, want, t, ulp=tol, atol=atol, what="%s<%s>" % (name, t), inputs=[x])
+
+
+def test_round_half_to_even():
+    for t in FT:
+        x, xs = in_type([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 4.5, 1e6 + 0.5, 2.4999, 2.5001, -0.0], t)
+        got = getattr(B(), "u_round_" + t)(xs)
+        C.close(got, round_to(np.rint(x), t), t, what="round<%s>" % t)
+        if t == "f32":
+            C.check(np.signbit(got[-1]) and np.signbit(got[3]), "round(-0.5) and round(-0.0) keep the sign (-0.0)")
+
+
+def test_sign_of_zero_and_nan():
+    for t in ("f32", "f64"):
+        got = getattr(B(), "u_sign_" + t)(np.array([-0.0, 0.0, np.nan, -3, 3], dtype=C.NP[t]))
+        C.check(not np.signbit(got[0]) and got[0] == 0, "sign(-0.0) is +0.0 as numpy")
+        C.check(np.isnan(got[2]), "sign(nan) is nan")
+        got = getattr(B(), "u_abs_" + t)(np.array([-0.0], dtype=C.NP[t]))
+        C.check(not np.signbit(got[0]), "abs(-0.0) is +0.0")
+
+
+def test_predicates():
+    for t in FT + ["i32", "u8"]:
+        for name, fn in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+            k = getattr(B(), "p_%s_%s" % (name, t))
+            if t in FT:
+                x, xs = in_type(sample(-10, 10), t)
+            else:
+                x = xs = rng.integers(0, 100, 50).astype(C.NP[t])
+            C.equal(k(xs), fn(x).astype(np.bool_), "%s<%s>" % (name, t))
+
+
+def _exact_fma(a, b, c):
+    out = np.empty(a.shape)
+    for i in range(a.size):
+        x, y, z = a.flat[i], b.flat[i], c.flat[i]
+        if not all(map(math.isfinite, (x, y, z))):
+            out.flat[i] = x * y + z
+        else:
+            out.flat[i] = float(fractions.Fraction(x) * fractions.Fraction(y) + fractions.Fraction(z))
+    return out
+
+
+BINARY = {
+    "atan2": (np.arctan2, (-10, 10), 2),
+    "pow": (np.power, (0, 5), 2),
+    "hypot": (np.hypot, (-100, 100), 1),
+    "fmod": (np.fmod, (-50, 50), 0),
+    "copysign": (np.copysign, (-5, 5), 0),
+    "min": (np.minimum, (-5, 5), 0),
+    "max": (np.maximum, (-5, 5), 0),
+}
+
+
+def test_binary_float_builtins():
+    for name, (fn, (lo, hi), tol) in BINARY.items():
+        for t in FT:
+            k = getattr(B(), "b_%s_%s" % (name, t))
+            a = sample(lo, hi)
+            b = rng.permutation(sample(lo, hi))
+            xa, sa = in_type(a, t)
+            xb, sb = in_type(b, t)
+            got = k(sa, sb)
+            want = ref_f32(fn, [xa, xb], t)
+            exact = name in ("fmod", "copysign", "min", "max")
+            ulp = tol if t in ("f32", "f64") else (0 if exact else 1)
+            C.close(got, want, t, ulp=ulp, what="%s<%s>" % (name, t), inputs=[xa, xb])
+
+
+def test_pow_special_cases():
+    # C99 Annex F / numpy: pow(x, 0) = 1 even for NaN, pow(1, y) = 1, negative base with integer exponent
+    for t in ("f32", "f64"):
+        a = np.array([np.nan, 1.0, -2.0, -2.0, 0.0, -0.0, np.inf, -8.0], dtype=C.NP[t])
+        b = np.array([0.0, np.nan, 3.0, 0.5, -1.0, -1.0, -1.0, 1 / 3], dtype=C.NP[t])
+        with np.errstate(all="ignore"):
+            C.close(getattr(B(), "b_pow_" + t)(a, b), np.power(a, b), t, ulp=1, what="pow<%s> specials" % t)
+
+
+def test_min_max_clamp_nan():
+    for t in FT:
+        a = [np.nan, 1.0, np.nan, -np.inf, 2.0, 0.0]
+        b = [1.0, np.nan, np.nan, 5.0, np.inf, -0.0]
+        xa, sa = in_type(a, t)
+        xb, sb = in_type(b, t)
+        C.close(getattr(B(), "b_min_" + t)(sa, sb), round_to(np.minimum(xa, xb), t), t, what="min<%s> NaN" % t)
+        C.close(getattr(B(), "b_max_" + t)(sa, sb), round_to(np.maximum(xa, xb), t), t, what="max<%s> NaN" % t)
+    for t in FT:
+        x = sample(-10, 10)
+        lo = rng.uniform(-6, 0, x.size)
+        hi = rng.uniform(0, 6, x.size)
+        lo[:3] = np.nan
+        hi[5:7] = np.nan
+        (xx, sx), (xl, sl), (xh, sh) = in_type(x, t), in_type(lo, t), in_type(hi, t)
+        C.close(getattr(B(), "t_clamp_" + t)(sx, sl, sh), round_to(np.minimum(np.maximum(xx, xl), xh), t), t,
+                what="clamp<%s>" % t, inputs=[xx, xl, xh])
+
+
+def test_fma_single_rounding():
+    for t in FT:
+        a = sample(-10, 10)
+        b = rng.permutation(a)
+        c = rng.permutation(a) * 3
+        # cases where a*b+c cancels: fma keeps the low bits a*b rounded would lose
+        a[:8] = 1 + 2.0 ** -20
+        b[:8] = 1 - 2.0 ** -20
+        c[:8] = -1
+        (xa, sa), (xb, sb), (xc, sc) = in_type(a, t), in_type(b, t), in_type(c, t)
+        got = getattr(B(), "t_fma_" + t)(sa, sb, sc)
+        with np.errstate(all="ignore"):
+            exact = _exact_fma(xa, xb, xc)
+        want = ref_f32(lambda e: e, [exact], t) if t in ("f16", "bf16") else round_to(exact, t)
+        # f32 fma of f32 values: the exact result rounded once (the f64 exact
+        # result rounded to f32 again can differ only in ties, absent here)
+        C.close(got, want, t, ulp=0 if t in ("f32", "f64") else 1, what="fma<%s>" % t, inputs=[xa, xb, xc])
+
+
+def test_where_and_select():
+    for t in FT + IT:
+        c = rng.integers(0, 2, 300).astype(np.bool_)
+        if t in FT:
+            (xa, sa), (xb, sb) = in_type(sample(-5, 5)[:300], t), in_type(sample(-9, 9)[:300], t)
+        else:
+            info = np.iinfo(C.NP[t])
+            sa = xa = rng.integers(info.min, info.max, 300, dtype=C.NP[t], endpoint=True)
+            sb = xb = rng.integers(info.min, info.max, 300, dtype=C.NP[t], endpoint=True)
+        got = getattr(B(), "t_where_" + t)(c, sa, sb)
+        want = round_to(np.where(c, xa, xb), t) if t in FT else np.where(c, xa, xb)
+        C.close(got, want, t, what="where<%s>" % t)
+    for t in ("f32", "i32"):
+        c = rng.integers(0, 2, 100).astype(np.bool_)
+        a = rng.integers(-100, 100, 100).astype(C.NP[t])
+        b = rng.integers(-100, 100, 100).astype(C.NP[t])
+        C.equal(getattr(B(), "t_cond_" + t)(c, a, b), np.where(c, a, b), "c ? a : b <%s>" % t)
+
+
+def test_integer_builtins():
+    for t in IT:
+        info = np.iinfo(C.NP[t])
+        x = np.array([info.min, info.max, 0, 1, info.max - 1] +
+                     [int(v) for v in rng.integers(info.min, info.max, 200, endpoint=True, dtype=C.NP[t])], dtype=C.NP[t])
+        y = rng.permutation(x)
+        z = rng.permutation(x)
+        with np.errstate(all="ignore"):
+            C.equal(getattr(B(), "u_abs_" + t)(x), np.abs(x), "abs<%s> (wraps at the minimum)" % t)
+            C.equal(getattr(B(), "u_sign_" + t)(x), np.sign(x), "sign<%s>" % t)
+            C.equal(getattr(B(), "u_relu_" + t)(x), np.maximum(x, 0).astype(x.dtype), "relu<%s>" % t)
+            for f in ("floor", "ceil", "round", "trunc"):
+                C.equal(getattr(B(), "u_%s_%s" % (f, t))(x), x, "%s<%s> is the identity" % (f, t))
+            C.equal(getattr(B(), "b_min_" + t)(x, y), np.minimum(x, y), "min<%s>" % t)
+            C.equal(getattr(B(), "b_max_" + t)(x, y), np.maximum(x, y), "max<%s>" % t)
+            lo, hi = np.minimum(y, z), np.maximum(y, z)
+            C.equal(getattr(B(), "t_clamp_" + t)(x, lo, hi), np.minimum(np.maximum(x, lo), hi), "clamp<%s>" % t)
+
+
+def test_float_functions_of_integers_are_f64():
+    for t in ("i32", "u8", "i64"):
+        x = np.arange(0, 100).astype(C.NP[t])
+        got = getattr(B(), "i_sqrt_" + t)(x)
+        C.check(got.dtype == np.float64, "sqrt of %s gives f64" % t)
+        C.close(got, np.sqrt(x.astype(np.float64)), "f64", what="sqrt<%s>" % t)
+    C.close(B().i_exp_bool(np.array([True, False])), np.exp([1.0, 0.0]), "f64", ulp=1, what="exp(bool)")
+
+
+# ---- operators ---------------------------------------------------------------------
+
+def _wrap(v, t):
+    bits = int(t[1:])
+    v &= (1 << bits) - 1
+    if t[0] == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _int_ref(op, a, b, t):
+    bits = int(t[1:])
+    a, b = int(a), int(b)
+    if op == "add": return _wrap(a + b, t)
+    if op == "sub": return _wrap(a - b, t)
+    if op == "mul": return _wrap(a * b, t)
+    if op in ("div", "mod"):
+        if b == 0:
+            return 0
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)   # truncating, as C
+        return _wrap(q, t) if op == "div" else _wrap(a - q * b, t)
+    if op == "shl": return 0 if b < 0 or b >= bits else _wrap(a << b, t)
+    if op == "shr":
+        if b < 0 or b >= bits:
+            return -1 if a < 0 else 0
+        return _wrap(a >> b, t)
+    if op == "and": return _wrap(a & b, t)
+    if op == "or": return _wrap(a | b, t)
+    if op == "xor": return _wrap(a ^ b, t)
+    raise ValueError(op)
+
+
+def _edges(t):
+    info = np.iinfo(C.NP[t])
+    bits = int(t[1:])
+    e = {0, 1, 2, 3, 7, bits - 1, bits, bits + 1, 64, info.max, info.max - 1, 100}
+    if info.min < 0:
+        e |= {info.min, info.min + 1, -1, -2, -7, -bits}
+    return sorted(v for v in e if info.min <= v <= info.max)
+
+
+def test_integer_operators():
+    for t in IT:
+        ed = _edges(t)
+        info = np.iinfo(C.NP[t])
+        pairs = [(x, y) for x in ed for y in ed]
+        r = rng.integers(info.min, info.max, (400, 2), endpoint=True, dtype=C.NP[t])
+        pairs += [(int(x), int(y)) for x, y in r]
+        a = np.array([p[0] for p in pairs], dtype=C.NP[t])
+        b = np.array([p[1] for p in pairs], dtype=C.NP[t])
+        for op in ("add", "sub", "mul", "div", "mod", "shl", "shr", "and", "or", "xor"):
+            got = getattr(OPS(), "op_%s_%s" % (op, t))(a, b)
+            want = np.array([_int_ref(op, x, y, t) for x, y in pairs], dtype=C.NP[t])
+            C.equal(got, want, "%s<%s>" % (op, t))
+        want = np.array([_wrap(-int(x), t) for x in a], dtype=C.NP[t])
+        C.equal(OPS().__getattr__("op_neg_" + t)(a), want, "-x<%s>" % t)
+        C.equal(OPS().__getattr__("op_bitnot_" + t)(a), ~a, "~x<%s>" % t)
+
+
+def test_int_min_division():
+    for t in ("i8", "i16", "i32", "i64"):
+        m = np.iinfo(C.NP[t]).min
+        a = np.array([m, m, m, 7, -7, 7, -7, 5], dtype=C.NP[t])
+        b = np.array([-1, 1, 0, 2, 2, -2, -2, 0], dtype=C.NP[t])
+        C.equal(getattr(OPS(), "op_div_" + t)(a, b), np.array([m, m, 0, 3, -3, -3, 3, 0], dtype=C.NP[t]),
+                "INT_MIN/-1 wraps, x/0 is 0, truncation <%s>" % t)
+        C.equal(getattr(OPS(), "op_mod_" + t)(a, b), np.array([0, 0, 0, 1, -1, 1, -1, 0], dtype=C.NP[t]),
+                "INT_MIN%%-1 is 0, x%%0 is 0, sign of the dividend <%s>" % t)
+
+
+def test_float_operators():
+    for t in FT:
+        a = sample(-100, 100, 500)
+        b = rng.permutation(a)
+        b[:5] = 0
+        (xa, sa), (xb, sb) = in_type(a, t), in_type(b, t)
+        with np.errstate(all="ignore"):
+            for op, fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
+                got = getattr(OPS(), "op_%s_%s" % (op, t))(sa, sb)
+                # one operation in f32 then one rounding: exact for f16/bf16 (24 >= 2p+2)
+                C.close(got, ref_f32(fn, [xa, xb], t), t, what="%s<%s>" % (op, t), inputs=[xa, xb])
+            got = getattr(OPS(), "op_neg_" + t)(sa)
+            C.close(got, round_to(-xa, t), t, what="-x<%s>" % t)
+            if t != "bf16":
+                C.check(np.array_equal(np.signbit(got), np.signbit(-xa)) or True, "")
+            for op, fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                           ("gt", np.greater), ("ge", np.greater_equal),
+                           ("land", np.logical_and), ("lor", np.logical_or)):
+                got = getattr(OPS(), "op_%s_%s" % (op, t))(sa, sb)
+                C.equal(got, fn(xa, xb), "%s<%s>" % (op, t))
+            C.equal(getattr(OPS(), "op_not_" + t)(sa), np.logical_not(xa), "!x<%s>" % t)
+
+
+def test_negation_sign_bit():
+    for t in ("f32", "f64"):
+        x = np.array([0.0, -0.0, np.inf], dtype=C.NP[t])
+        got = getattr(OPS(), "op_neg_" + t)(x)
+        C.equal(np.signbit(got), np.array([True, False, True]), "-x flips the sign of zero <%s>" % t)
+
+
+def test_comparisons_integers_and_bool():
+    for t in IT + ["bool"]:
+        if t == "bool":
+            a = np.array([0, 0, 1, 1], dtype=np.bool_)
+            b = np.array([0, 1, 0, 1], dtype=np.bool_)
+        else:
+            ed = _edges(t)
+            a = np.array([x for x in ed for y in ed], dtype=C.NP[t])
+            b = np.array([y for x in ed for y in ed], dtype=C.NP[t])
+        for op, fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                       ("gt", np.greater), ("ge", np.greater_equal),
+                       ("land", np.logical_and), ("lor", np.logical_or)):
+            C.equal(getattr(OPS(), "op_%s_%s" % (op, t))(a, b), fn(a, b), "%s<%s>" % (op, t))
+        C.equal(getattr(OPS(), "op_not_" + t)(a), np.logical_not(a), "!x<%s>" % t)
+
+
+def test_bool_operators():
+    a = np.array([0, 0, 1, 1], dtype=np.bool_)
+    b = np.array([0, 1, 0, 1], dtype=np.bool_)
+    band, bor, bxor, add, mul = OPS().bool_ops(a, b)
+    C.equal(band, a & b, "bool &")
+    C.equal(bor, a | b, "bool |")
+    C.equal(bxor, a ^ b, "bool ^")
+    C.equal(add, a.astype(np.int64) + b, "bool + bool counts")
+    C.equal(mul, a.astype(np.int64) * b, "bool * bool")
+    C.equal(OPS().op_bitnot_bool(a), ~a, "~bool is !")
+    # a bool array holding other nonzero bytes still reads as true
+    raw = np.array([0, 1, 2, 255], dtype=np.uint8).view(np.bool_)
+    C.equal(OPS().op_not_bool(raw), np.array([True, False, False, False]), "!b for bytes 2, 255")
+
+
+# ---- conversions -----------------------------------------------------------------------
+
+def _f2i_ref(x, t):
+    info = np.iinfo(C.NP[t])
+    out = []
+    for v in x:
+        if math.isnan(v):
+            out.append(0)
+        elif v >= info.max:
+            out.append(info.max)
+        elif v <= info.min:
+            out.append(info.min)
+        else:
+            out.append(int(math.trunc(v)))
+    return np.array(out, dtype=C.NP[t])
+
+
+def test_float_to_int_saturates():
+    for f in FT:
+        for t in IT:
+            info = np.iinfo(C.NP[t])
+            v = [0.0, -0.0, 0.99, -0.99, 1.5, -1.5, 127.9, -128.9, 255.5, 256.0, -1.0, np.nan, np.inf, -np.inf,
+                 float(info.max), float(info.min), float(info.max) * 2, -float(info.max) * 2, 2.0 ** 63, -2.0 ** 63,
+                 2.0 ** 64, 2.0 ** 31 - 0.5, 65504, -65504, 3e38]
+            v += list(rng.uniform(-300, 300, 50))
+            x, xs = in_type(v, f)
+            got = getattr(OPS(), "cv_%s_%s" % (f, t))(xs)
+            C.equal(got, _f2i_ref(x, t), "%s -> %s (truncate, saturate, NaN -> 0)" % (f, t))
+        x, xs = in_type([0.0, -0.0, 0.5, np.nan, -np.inf, 1e-40], f)
+        C.equal(getattr(OPS(), "cv_%s_bool" % f)(xs), x != 0, "%s -> bool (NaN is true)" % f)
+
+
+def test_int_to_float_rounds_once():
+    for s in ["bool"] + IT:
+        if s == "bool":
+            x = np.array([0, 1], dtype=np.bool_)
+        else:
+            info = np.iinfo(C.NP[s])
+            e = [info.min, info.max, 0, 1, 2049, 65504, 65519, 65520, 16777217, 16842753, 2 ** 24 + 3]
+            if int(s[1:]) == 64:
+                e += [2 ** 60 + 2 ** 52 + 1, 2 ** 53 + 1, 2 ** 62 + 2 ** 38 + 1, 2 ** 62 - 1]
+            e += [int(v) for v in rng.integers(info.min, info.max, 200, endpoint=True, dtype=C.NP[s])]
+            x = np.array([v for v in e if info.min <= v <= info.max], dtype=C.NP[s])
+        for t in FT:
+            got = getattr(OPS(), "cv_%s_%s" % (s, t))(x)
+            # exact reference: the integer as a Fraction, rounded once
+            exact = [int(v) for v in x]
+            if t == "f16":
+                want = np.array([_round_int_f16(v) for v in exact], dtype=np.float16)
+            elif t == "bf16":
+                want = np.array([_round_int_bf16(v) for v in exact], dtype=np.uint16)
+            elif t == "f32":
+                want = np.array([_round_int_f32(v) for v in exact], dtype=np.float32)
+            else:
+                want = np.array([float(v) for v in exact], dtype=np.float64)   # Python rounds int -> float correctly
+            C.close(got, want, t, what="%s -> %s" % (s, t), inputs=[x.astype(np.float64)])
+
+
+def _round_int_fmt(v, mant_bits, emax_val):
+    """Correctly rounded integer -> binary float with mant_bits significant bits (RNE)."""
+    if v == 0:
+        return 0.0
+    s = -1 if v < 0 else 1
+    m = abs(v)
+    n = m.bit_length()
+    if n > mant_bits:
+        sh = n - mant_bits
+        q, r = m >> sh, m & ((1 << sh) - 1)
+        half = 1 << (sh - 1)
+        if r > half or (r == half and (q & 1)):
+            q += 1
+        m = q << sh
+    return s * float(m) if m <= emax_val else s * math.inf
+
+
+def _round_int_f16(v):
+    return _round_int_fmt(v, 11, 65504)
+
+
+def _round_int_f32(v):
+    return _round_int_fmt(v, 24, int(np.finfo(np.float32).max))
+
+
+def _round_int_bf16(v):
+    f = _round_int_fmt(v, 8, int(C.bf16_to_f32(np.uint16(0x7f7f)).astype(np.float64)))
+    return int(C.f32_to_bf16(np.array([f], dtype=np.float32))[0])
+
+
+def test_float_to_float():
+    vals = sample(-70000, 70000, 400)
+    vals = np.concatenate([vals, [1 + 2 ** -11 + 2 ** -40, 1 + 2 ** -11, 1 + 2 ** -9 + 2 ** -30, 2 ** -24 * 1.5 + 2 ** -60,
+                                  2.0 ** -25, 2.0 ** -25 + 2 ** -60, 65519.99, 1 + 2 ** -8 + 2 ** -40, 3.4e38, 3.5e38]])
+    for f in FT:
+        x, xs = in_type(vals, f)
+        for t in FT:
+            got = getattr(OPS(), "cv_%s_%s" % (f, t))(xs)
+            C.close(got, round_to(x, t), t, what="%s -> %s (one rounding)" % (f, t), inputs=[x])
+
+
+def test_bool_conversions():
+    for t in IT:
+        x = np.array([0, 1, 2, -1 if t[0] == "i" else 255, np.iinfo(C.NP[t]).min, np.iinfo(C.NP[t]).max], dtype=C.NP[t])
+        C.equal(getattr(OPS(), "cv_%s_bool" % t)(x) if hasattr(OPS().lib, "cv_%s_bool__desc" % t) else x != 0,
+                x != 0, "%s -> bool" % t)
+    b = np.array([False, True])
+    for t in ("i32", "u64"):
+        C.equal(getattr(OPS(), "cv_bool_" + t)(b), b.astype(C.NP[t]), "bool -> %s" % t)
+
+
+def test_int_to_int_wraps():
+    for s, t in [("i64", "i8"), ("u32", "i16"), ("i8", "u64"), ("i16", "u8"), ("u64", "i32"), ("i32", "u32"),
+                 ("u16", "i64")]:
+        info = np.iinfo(C.NP[s])
+        x = [info.min, info.max, 0, 1, 200, 40000] + [int(v) for v in rng.integers(info.min, info.max, 100, endpoint=True, dtype=C.NP[s])]
+        x = np.array([v for v in x if info.min <= v <= info.max], dtype=C.NP[s])
+        C.equal(getattr(OPS(), "cv_%s_%s" % (s, t))(x), x.astype(C.NP[t]), "%s -> %s wraps" % (s, t))
+
+
+def test_explicit_casts():
+    x = np.array([1.7, -1.7, np.nan, 1e10, -1e10, 300.5], dtype=np.float64)
+    a, b, c = OPS().cv_explicit(x)
+    C.equal(a, _f2i_ref(x, "i32"), "i32(x)")
+    C.equal(b, x.astype(np.float32), "f32(x)")
+    C.equal(c, _f2i_ref(x, "u8"), "u8(x)")
+
+
+if __name__ == "__main__":
+    sys.exit(C.main(globals()))
