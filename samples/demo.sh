@@ -1,0 +1,85 @@
+#!/bin/sh
+# demo.sh [BUILDDIR] - the README's demo (`make demo`): kernels compiled
+# ahead of time and run on the CPU, then the same language through the JIT.
+#
+#   1. ahead of time: the samples project (samples/configure.ac and
+#      Makefile.am, as an application would build .nnk files) is built
+#      against this build tree's nnkc -- saxpy, activations.nnk, norms.nnk
+#      become objects and headers (nnkc -c -H), linked into three small C
+#      apps, which run and check themselves;
+#   2. just in time: samples/jit/jit_demo (libnnk) compiles kernels from
+#      strings at run time, when it has been built.
+#
+# Without autoreconf (a release tarball on a machine without Autotools),
+# or with NNK_DEMO_PLAIN=1, step 1 runs the same commands by hand.
+# The work directory is BUILDDIR/samples/demo-build.  Exit status: 0 when
+# every app ran and checked its results.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/.." && pwd)
+builddir=$(cd "${1:-.}" && pwd)
+NNKC=$builddir/nnkc
+if [ ! -x "$NNKC" ]; then
+    echo "demo.sh: no nnkc in $builddir (build first: make)" >&2
+    exit 1
+fi
+work=$builddir/samples/demo-build
+rm -rf "$work"
+mkdir -p "$work"
+CC=${CC:-cc}
+
+banner() { printf '\n==== %s\n' "$*"; }
+
+banner "ahead of time: nnkc -c on samples/*.nnk, C apps linked with the objects"
+apps="saxpy/saxpy activations_demo norms_demo"
+if [ -z "${NNK_DEMO_PLAIN:-}" ] && command -v autoreconf >/dev/null 2>&1 && command -v pkg-config >/dev/null 2>&1; then
+    # The samples project finds nnkc through pkg-config (NNK_PROG_NNKC): a
+    # nnk.pc pointing into this build tree stands in for an installed one.
+    mkdir -p "$work/src" "$work/pc" "$work/build"
+    cp -R "$here/saxpy" "$here/configure.ac" "$here/Makefile.am" "$here/demo.sh" \
+          "$here/activations.nnk" "$here/norms.nnk" "$here/activations_demo.c" "$here/norms_demo.c" "$work/src/"
+    cat > "$work/pc/nnk.pc" <<PC
+nnkc=$NNKC
+mkfile=$top_srcdir/compiler/build/nnk.mk
+Name: nnk
+Description: nnk (build tree $builddir)
+Version: 0.1.0
+Cflags: -I$top_srcdir/runtime/include
+Libs: -L$builddir/.libs -lnnk
+PC
+    export PKG_CONFIG_PATH="$work/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export ACLOCAL_PATH="$top_srcdir/compiler/build${ACLOCAL_PATH:+:$ACLOCAL_PATH}"
+    echo "+ autoreconf -fi && ./configure && make    (in $work)"
+    (cd "$work/src" && autoreconf -fi >"$work/autoreconf.log" 2>&1) ||
+        { cat "$work/autoreconf.log"; exit 1; }
+    (cd "$work/build" && "$work/src/configure" -q CC="$CC" >"$work/configure.log" 2>&1) ||
+        { cat "$work/configure.log"; exit 1; }
+    (cd "$work/build" && make >"$work/make.log" 2>&1) || { cat "$work/make.log"; exit 1; }
+    sed -n 's|^.*/nnkc |  nnkc |p' "$work/make.log"
+    bindir=$work/build
+else
+    bindir=$work
+    mkdir -p "$work/saxpy"
+    for n in saxpy/saxpy activations norms; do
+        echo "+ nnkc -c --no-cuda samples/$n.nnk -o $n.o -H $n.h"
+        "$NNKC" -c --no-cuda "$here/$n.nnk" -o "$work/$n.o" -H "$work/$n.h"
+    done
+    "$CC" -std=c11 -O2 -I"$work/saxpy" "$here/saxpy/main.c" "$work/saxpy/saxpy.o" -o "$work/saxpy/saxpy" -lm
+    "$CC" -std=c11 -O2 -I"$work" "$here/activations_demo.c" "$work/activations.o" -o "$work/activations_demo" -lm
+    "$CC" -std=c11 -O2 -I"$work" "$here/norms_demo.c" "$work/norms.o" -o "$work/norms_demo" -lm
+fi
+status=0
+for app in $apps; do
+    banner "$app"
+    "$bindir/$app" || status=1
+done
+
+banner "just in time: samples/jit/jit_demo (kernels from strings, compiled at run time)"
+jit=$builddir/samples/jit/jit_demo
+if [ -x "$jit" ]; then
+    "$jit" || status=1
+else
+    echo "(not built: $jit; the JIT half of the demo needs the runtime library)"
+fi
+banner "demo: $( [ $status = 0 ] && echo ok || echo FAILED )"
+exit $status
