@@ -196,6 +196,98 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
     return src;
 }
 
+/* ---- plain reductions (nnkc_module_reduce_op) ---------------------------------- */
+
+/* Node `id` is the load of tensor operand 0. */
+static bool is_x(const IrKernel *k, int id)
+{
+    return id >= 0 && id < k->nnodes && k->nodes[id].op == IR_LOAD && k->nodes[id].aux == 0;
+}
+
+static bool is_call(const IrKernel *k, int id, Builtin b)
+{
+    return id >= 0 && id < k->nnodes && k->nodes[id].op == IR_CALL && k->nodes[id].sub == b;
+}
+
+NnkcReduceOp nnkc_instance_reduce_op(const Instance *in)
+{
+    const IrKernel *k = in ? in->ir : NULL;
+    if (!k || !in->reduction || k->nouts != 1 || k->outs[0].tensor || k->nreds != 1 || k->nphases != 1 ||
+        k->nloads != 1)
+        return NNKC_REDUCE_NONE;
+    /* one float dtype everywhere: the tensor, the output, the reducer */
+    Type t = k->outs[0].type;
+    if ((t != T_F16 && t != T_F32 && t != T_F64) || k->outs[0].storage != t)
+        return NNKC_REDUCE_NONE;
+    int nt = 0;
+    for (int i = 0; i < in->nparams; i++) {
+        const InstParam *p = &in->params[i];
+        if (p->tensor && (nt++ || p->type != t || p->storage != t))
+            return NNKC_REDUCE_NONE;
+    }
+    const IrReducer *r = &k->reds[0];
+    if (r->res_type != t || r->arg_type != t)
+        return NNKC_REDUCE_NONE;
+    int out = k->outs[0].node, red = out;
+    bool root_sqrt = is_call(k, out, B_SQRT);
+    if (root_sqrt)
+        red = k->nodes[out].a;
+    if (red < 0 || k->nodes[red].op != IR_RED || k->nodes[red].aux != 0)
+        return NNKC_REDUCE_NONE;
+    int arg = r->arg;
+    if (root_sqrt) {
+        const IrNode *m = &k->nodes[arg];
+        return r->kind == R_SUM && m->op == IR_BINARY && m->sub == BIN_MUL && is_x(k, m->a) && is_x(k, m->b)
+                   ? NNKC_REDUCE_NORM2 : NNKC_REDUCE_NONE;
+    }
+    if (is_call(k, arg, B_ABS) && is_x(k, k->nodes[arg].a))
+        return r->kind == R_MAX ? NNKC_REDUCE_AMAX : r->kind == R_SUM ? NNKC_REDUCE_NORM1 : NNKC_REDUCE_NONE;
+    if (!is_x(k, arg))
+        return NNKC_REDUCE_NONE;
+    switch (r->kind) {
+    case R_SUM: return NNKC_REDUCE_SUM;
+    case R_PROD: return NNKC_REDUCE_PROD;
+    case R_MIN: return NNKC_REDUCE_MIN;
+    case R_MAX: return NNKC_REDUCE_MAX;
+    case R_MEAN: return NNKC_REDUCE_MEAN;
+    default: return NNKC_REDUCE_NONE;
+    }
+}
+
+NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage)
+{
+    if (!m || !m->ok || !kernel)
+        return NNKC_REDUCE_NONE;
+    Compiler *const c = m->c;
+    Item *k = sema_find_kernel(c, kernel);
+    if (!k || k->kind != I_REDUCTION)
+        return NNKC_REDUCE_NONE;
+    for (int g = 0; g < k->generics.n; g++) {
+        Generic *gen = k->generics.items[g];
+        if (!targs || targs[g] >= T_NSCALAR || !type_in_class(targs[g], gen->cls))
+            return NNKC_REDUCE_NONE;
+    }
+    int from = c->diags.n;
+    int errs = c->nerrors, events = c->error_events;
+    NnkcReduceOp op = NNKC_REDUCE_NONE;
+    jmp_buf jb;
+    if (setjmp(jb) == 0) {
+        nnkc_enter(c, &jb);
+        Instance *in = sema_instance(c, k, targs, storage);
+        if (in && c->error_events == events) {
+            if (!in->ir)
+                lower_instance(c, in);
+            if (c->error_events == events)
+                op = nnkc_instance_reduce_op(in);
+        }
+    }
+    nnkc_leave(c);
+    /* a query leaves no diagnostics behind */
+    c->diags.n = from;
+    c->nerrors = errs;
+    return op;
+}
+
 void nnkc_module_free(NnkcModule *m)
 {
     if (!m)

@@ -643,6 +643,22 @@ const NnkcKernelInfo *nnkc_module_find(const NnkcModule *m, const char *name);
 char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage,
                        NnkcTarget target, char **symbol, char **error);
 void nnkc_module_free(NnkcModule *m);
+/* Whether an instance (same arguments as nnkc_module_emit) is a plain
+ * reduction that a library such as cuDNN can run instead of generated
+ * code: one tensor parameter x and one reduced-shape output r, x, r and
+ * the instance's values all of one dtype f16, f32 or f64 (storage as
+ * well), no scalar parameters used, and r is exactly
+ *   sum(x) prod(x) min(x) max(x) mean(x)   -> NNKC_REDUCE_SUM ... _MEAN
+ *   max(abs(x)) sum(abs(x)) sqrt(sum(x*x)) -> _AMAX _NORM1 _NORM2.
+ * The values equal nnk/extension.h's NNK_REDUCE_*.  NNKC_REDUCE_NONE for
+ * anything else, elementwise kernels and errors. */
+typedef enum {
+    NNKC_REDUCE_NONE, NNKC_REDUCE_SUM, NNKC_REDUCE_PROD, NNKC_REDUCE_MIN, NNKC_REDUCE_MAX, NNKC_REDUCE_AMAX,
+    NNKC_REDUCE_MEAN, NNKC_REDUCE_NORM1, NNKC_REDUCE_NORM2,
+} NnkcReduceOp;
+NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage);
+/* The same for a lowered instance (fat objects, tests). */
+NnkcReduceOp nnkc_instance_reduce_op(const Instance *in);
 /* Flags for compiling generated C into a shared object (besides -shared -fPIC -o). */
 const char *nnkc_c_flags(int opt_level);
 

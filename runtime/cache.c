@@ -138,3 +138,60 @@ nnk_status rt_cache_commit(const char *tmp, const char *path)
         return rt_error(NNK_EIO, "cannot write cache entry %s: %s", path, strerror(errno));
     return NNK_OK;
 }
+
+/* ---- whole entries for extensions (nnk_host_api cache_load/cache_store) ---- */
+
+static bool entry_path(char *path, size_t n, const char *key, const char *suffix)
+{
+    const char *dir = rt_cache_dir();
+    if (!dir || !key || strlen(key) != 64 || strspn(key, "0123456789abcdef") != 64 || !suffix ||
+        strlen(suffix) > 16 || strchr(suffix, '/'))
+        return false;
+    return (size_t)snprintf(path, n, "%s/%s%s", dir, key, suffix) < n;
+}
+
+nnk_status rt_cache_load(const char *key, const char *suffix, void **data, size_t *size)
+{
+    char path[4300];
+    if (!data || !size || !entry_path(path, sizeof path, key, suffix))
+        return NNK_ENOTFOUND;
+    nnk_status s = rt_cache_verify(path);
+    if (s)
+        return s == NNK_EIO ? NNK_ENOTFOUND : s;
+    uint8_t *buf;
+    size_t len;
+    if ((s = read_file(path, &buf, &len)))
+        return s;
+    if (len < TRAILER) { /* replaced between the two reads: treat as absent */
+        free(buf);
+        return NNK_ENOTFOUND;
+    }
+    *data = buf;
+    *size = len - TRAILER;
+    return NNK_OK;
+}
+
+nnk_status rt_cache_store(const char *key, const char *suffix, const void *data, size_t size)
+{
+    static atomic_ulong serial;
+    char path[4300], tmp[4400];
+    if (!data || !entry_path(path, sizeof path, key, suffix))
+        return NNK_EIO;
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld.%lu", path, (long)getpid(), (unsigned long)atomic_fetch_add(&serial, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return rt_error(NNK_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    size_t off = 0;
+    while (off < size) {
+        ssize_t w = write(fd, (const char *)data + off, size - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    bool ok = off == size;
+    ok &= close(fd) == 0;
+    nnk_status s = ok ? rt_cache_commit(tmp, path) : rt_error(NNK_EIO, "cannot write %s", tmp);
+    if (s)
+        unlink(tmp);
+    return s;
+}

@@ -51,7 +51,9 @@ nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_c
     nnk_kw_pair *rest = NULL;
     int64_t dev = 0;
     if (e->ndevices == 0) {
-        s = rt_error(NNK_EDEVICE, "extension '%s' has no devices", ext_name);
+        const char *why = nnk_extension_status((nnk_extension *)e);
+        s = rt_error(NNK_EDEVICE, "extension '%s' has no devices%s%s", ext_name, why && *why ? ": " : "",
+                     why ? why : "");
         goto out;
     }
     if ((s = rt_kw_int(&k, "device_id", 0, e->ndevices - 1, &dev)))

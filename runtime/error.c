@@ -185,6 +185,7 @@ void nnk_shutdown(void)
 {
     rt_pool_shutdown();
     rt_context_shutdown();
+    rt_linked_shutdown();      /* kernels of nnk_launch_desc, before their extensions */
     rt_extensions_shutdown();  /* frees allocators, then fini + dlclose */
     rt_jit_shutdown();
 }

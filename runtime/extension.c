@@ -51,6 +51,58 @@ static nnk_status host_compile_c(const char *source, const char *symbol, int32_t
     return rt_jit_c(source, symbol, opt_level, desc, NULL);
 }
 
+/* Scratch blocks of extensions: the allocator and the block, so that
+ * block_free needs nothing else. */
+typedef struct host_block {
+    rt_allocator *a;
+    rt_block *b;
+} host_block;
+
+static nnk_status host_block_alloc(const char *ext, int32_t device, size_t bytes, void **ptr, void **block)
+{
+    if (!ext || !ptr || !block)
+        return rt_error(NNK_EINVAL, "block_alloc: ext, ptr or block is NULL");
+    rt_ext *e;
+    nnk_status s = rt_ext_import(ext, strlen(ext), &e);
+    if (s)
+        return s;
+    if (device < 0 || device >= e->ndevices)
+        return rt_error(NNK_EINVAL, "block_alloc: extension '%s' has no device %d", ext, device);
+    host_block *h = rt_malloc(sizeof *h);
+    if (!h)
+        return NNK_ENOMEM;
+    if (!(h->a = rt_ext_allocator(e, device))) {
+        free(h);
+        return NNK_ENOMEM;
+    }
+    if ((s = rt_alloc(h->a, bytes ? bytes : 1, &h->b))) {
+        free(h);
+        return s;
+    }
+    *ptr = h->b->ptr;
+    *block = h;
+    return NNK_OK;
+}
+
+static void host_block_free(void *block)
+{
+    host_block *h = block;
+    if (h) {
+        rt_dealloc(h->a, h->b);
+        free(h);
+    }
+}
+
+static void host_sha256_hex(const void *data, size_t size, char hex[65])
+{
+    uint8_t d[32];
+    rt_sha256 h;
+    rt_sha256_init(&h);
+    rt_sha256_update(&h, data, size);
+    rt_sha256_final(&h, d);
+    rt_sha256_hex(d, hex);
+}
+
 const nnk_host_api rt_host_api = {
     .abi_version = NNK_EXTENSION_ABI_VERSION,
     .size = sizeof(nnk_host_api),
@@ -58,6 +110,11 @@ const nnk_host_api rt_host_api = {
     .run_host = rt_host_run,
     .compile_c = host_compile_c,
     .getenv = host_getenv,
+    .block_alloc = host_block_alloc,
+    .block_free = host_block_free,
+    .cache_load = rt_cache_load,
+    .cache_store = rt_cache_store,
+    .sha256_hex = host_sha256_hex,
 };
 
 const char *nnk_extension_dir(void)
@@ -458,6 +515,15 @@ nnk_status nnk_extension_memory_stats(nnk_extension *ext, int32_t device, nnk_me
         return NNK_ENOMEM;
     rt_allocator_stats(a, stats);
     return NNK_OK;
+}
+
+const char *nnk_extension_status(nnk_extension *ext)
+{
+    if (!ext)
+        return NULL;
+    const char *(*hook)(void *) = RT_HOOK(&ext->ext, status);
+    const char *m = hook ? hook(ext->ext.state) : NULL;
+    return m ? m : "";
 }
 
 void rt_extensions_shutdown(void)

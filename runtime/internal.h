@@ -201,6 +201,9 @@ const char *rt_cache_dir(void);
 nnk_status rt_cache_verify(const char *path);
 /* Appends the integrity trailer to `tmp` and renames it to `path`. */
 nnk_status rt_cache_commit(const char *tmp, const char *path);
+/* Whole entries KEY SUFFIX of other extensions' code (nnk_host_api). */
+nnk_status rt_cache_load(const char *key, const char *suffix, void **data, size_t *size);
+nnk_status rt_cache_store(const char *key, const char *suffix, const void *data, size_t size);
 
 /* ---- plan.c --------------------------------------------------------------------- */
 
@@ -276,6 +279,8 @@ struct nnk_module {
 nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst);
 nnk_status rt_kernel_init(nnk_kernel *k, rt_kernel_kind kind, const nnk_context *ctx, const char *name);
 void rt_kernel_fini(nnk_kernel *k);
+/* Frees the kernels nnk_launch_desc keeps (nnk_shutdown, before the extensions go). */
+void rt_linked_shutdown(void);
 nnk_status rt_parse_module_options(rt_kw *kw, int32_t *opt_level, char ***include_dirs, const char **name);
 
 #endif /* NNK_RUNTIME_INTERNAL_H */

@@ -304,7 +304,7 @@ nnk_status nnk_kernel_from_source(const nnk_context *ctx, const char *source, co
         nnk_kernel_free(k);
         return NNK_ENOMEM;
     }
-    nnk_kernel_source src = {sizeof src, e->ops->target, source, symbol, k->opt_level, NULL};
+    nnk_kernel_source src = {sizeof src, e->ops->target, source, symbol, k->opt_level, NULL, NNK_REDUCE_NONE};
     s = compile(e->state, dev, &src, &inst->k);
     if (!s && !inst->k.desc)
         s = rt_error(NNK_EINTERNAL, "extension '%s' compiled no descriptor", e->ops->name);
@@ -691,4 +691,97 @@ nnk_status nnk_launch(nnk_kernel *k, nnk_args *a)
     for (int32_t t = 0; t < NNK_MAX_TENSORS; t++)
         nnk_array_free(c.arrays[t]);
     return s;
+}
+
+/* ---- linked descriptors for nnkc fat objects (NAME_run, NAME_cuda) ------------ */
+
+/* The kernels nnk_launch_desc made, one per descriptor.  They are not
+ * counted as live objects: the runtime owns them (nnk_shutdown frees
+ * them), so an application that used NAME_run still tears down at exit. */
+static struct {
+    pthread_mutex_t lock;
+    const nnk_kernel_desc **descs;
+    nnk_kernel **kernels;
+    int32_t n, cap;
+} linked = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static nnk_status linked_kernel(const nnk_kernel_desc *desc, nnk_kernel **out)
+{
+    pthread_mutex_lock(&linked.lock);
+    for (int32_t i = 0; i < linked.n; i++)
+        if (linked.descs[i] == desc) {
+            *out = linked.kernels[i];
+            pthread_mutex_unlock(&linked.lock);
+            return NNK_OK;
+        }
+    nnk_status s = NNK_OK;
+    if (linked.n == linked.cap) {
+        int32_t cap = linked.cap ? 2 * linked.cap : 16;
+        const nnk_kernel_desc **d = realloc(linked.descs, (size_t)cap * sizeof *d);
+        if (d)
+            linked.descs = d;
+        nnk_kernel **k = d ? realloc(linked.kernels, (size_t)cap * sizeof *k) : NULL;
+        if (k)
+            linked.kernels = k, linked.cap = cap;
+        else
+            s = rt_error(NNK_ENOMEM, "out of memory");
+    }
+    nnk_kernel *k = NULL;
+    if (!s && !(s = nnk_kernel_from_desc(NULL, desc, &k))) {
+        rt_live_dec();
+        linked.descs[linked.n] = desc;
+        linked.kernels[linked.n++] = k;
+        *out = k;
+    }
+    pthread_mutex_unlock(&linked.lock);
+    return s;
+}
+
+nnk_status nnk_launch_desc(const nnk_kernel_desc *desc, nnk_args *args)
+{
+    if (!desc || !args)
+        return rt_error(NNK_EINVAL, "nnk_launch_desc: %s is NULL", !desc ? "desc" : "args");
+    nnk_kernel *k;
+    nnk_status s = linked_kernel(desc, &k);
+    return s ? s : nnk_launch(k, args);
+}
+
+void rt_linked_shutdown(void)
+{
+    pthread_mutex_lock(&linked.lock);
+    for (int32_t i = 0; i < linked.n; i++) {
+        rt_live_inc();
+        nnk_kernel_free(linked.kernels[i]);
+    }
+    free(linked.descs);
+    free(linked.kernels);
+    linked.descs = NULL;
+    linked.kernels = NULL;
+    linked.n = linked.cap = 0;
+    pthread_mutex_unlock(&linked.lock);
+}
+
+nnk_status nnk_launch_desc_stream(const char *ext, const nnk_kernel_desc *desc, const nnk_plan *plan, void *stream)
+{
+    if (!desc || !plan)
+        return rt_error(NNK_EINVAL, "nnk_launch_desc_stream: %s is NULL", !desc ? "desc" : "plan");
+    if (desc->abi != NNK_ABI_VERSION)
+        return rt_error(NNK_EABI, "kernel descriptor for ABI version %d; the runtime has version %d", desc->abi,
+                        NNK_ABI_VERSION);
+    const char *name = ext ? ext : "cuda";
+    rt_ext *e;
+    nnk_status s = rt_ext_import(name, strlen(name), &e);
+    if (s)
+        return s;
+    nnk_status (*hook)(void *, const nnk_kernel_desc *, const nnk_plan *, void *) = RT_HOOK(e, launch_stream);
+    if (!hook)
+        return rt_error(NNK_EUNSUPPORTED, "extension '%s' cannot run linked kernels on a caller's stream", name);
+    if (e->ndevices == 0) {
+        const char *why = nnk_extension_status((nnk_extension *)e);
+        return rt_error(NNK_EUNSUPPORTED, "extension '%s' has no devices%s%s", name, why && *why ? ": " : "",
+                        why ? why : "");
+    }
+    if (desc->argmax_empty_error && plan->nreduced == 0 && plan->nkept > 0)
+        return rt_error(NNK_ESHAPE, "kernel '%s': argmax/argmin of an empty slice", desc->name ? desc->name : "?");
+    return hook(e->state, desc, plan, stream);
 }

@@ -232,6 +232,9 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     pthread_mutex_lock(&m->lock);
     char *src = nnkc_module_emit(m->nm, k->name, targs, storage, target == NNK_TARGET_C ? NNKC_TARGET_C : NNKC_TARGET_CUDA,
                                  &symbol, &error);
+    /* libraries such as cuDNN may run plain reductions themselves */
+    int32_t reduce_op = src && target == NNK_TARGET_CUDA ? (int32_t)nnkc_module_reduce_op(m->nm, k->name, targs, storage)
+                                                         : NNK_REDUCE_NONE;
     pthread_mutex_unlock(&m->lock);
     if (!src) {
         nnk_status s = rt_error(NNK_ECOMPILE, "kernel '%s': %s", k->name, error ? error : "code generation failed");
@@ -240,7 +243,7 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
         return s;
     }
     fill_interface(k, inst);
-    nnk_kernel_source ks = {sizeof ks, target, src, symbol, k->opt_level, &inst->iface};
+    nnk_kernel_source ks = {sizeof ks, target, src, symbol, k->opt_level, &inst->iface, reduce_op};
     nnk_status s = compile(inst->ext->state, inst->device, &ks, &inst->k);
     if (!s && !inst->k.desc)
         s = rt_error(NNK_EINTERNAL, "extension '%s' compiled no descriptor", inst->ext->ops->name);

@@ -79,6 +79,27 @@ typedef struct nnk_host_api {
                             const nnk_kernel_desc **desc);
     /* The value of an environment variable (NULL when unset). */
     const char *(*getenv)(const char *name);
+
+    /* ---- appended in ABI 1: present when `size` covers them ---- */
+
+    /* A block of device memory from the runtime's caching allocator of
+     * extension `ext` (the caller's name), device `device`: scratch memory
+     * of launches.  *block is the handle block_free takes back (the block
+     * returns to the cache; work queued on the device's stream that uses
+     * it stays ordered before any later use). */
+    nnk_status (*block_alloc)(const char *ext, int32_t device, size_t bytes, void **ptr, void **block);
+    void (*block_free)(void *block);
+    /* The runtime's disk cache (NNK_CACHE_DIR, ..., NNK_CACHE=0) for
+     * compiled code that is not C: entry `key` (64 hex digits, e.g. from
+     * sha256_hex over everything that determines the code) with a file
+     * suffix such as ".cubin".  Entries are verified on read and written
+     * atomically, like the C JIT's.  cache_load returns malloc'ed bytes
+     * (release with free()), NNK_ENOTFOUND when absent, corrupt (removed)
+     * or when the cache is off; cache_store fails quietly (NNK_EIO). */
+    nnk_status (*cache_load)(const char *key, const char *suffix, void **data, size_t *size);
+    nnk_status (*cache_store)(const char *key, const char *suffix, const void *data, size_t size);
+    /* SHA-256 of size bytes as 64 lowercase hex digits and a NUL. */
+    void (*sha256_hex)(const void *data, size_t size, char hex[65]);
 } nnk_host_api;
 
 /* A key=value pair of a context kw string the runtime did not consume. */
@@ -99,6 +120,17 @@ typedef struct nnk_context_spec {
     char backends[NNK_MAX_BACKENDS][32]; /* out */
 } nnk_context_spec;
 
+/* Plain reductions a library may run instead of generated code
+ * (nnk_kernel_source.reduce_op): the kernel's only tensor parameter
+ * reduced into its only output, both of one float dtype, e.g. `r = sum(x)`
+ * (SUM), `r = max(abs(x))` (AMAX), `r = sqrt(sum(x * x))` (NORM2).  The
+ * values follow cudnnReduceTensorOp_t's order plus one. */
+enum {
+    NNK_REDUCE_NONE = 0,
+    NNK_REDUCE_SUM, NNK_REDUCE_PROD, NNK_REDUCE_MIN, NNK_REDUCE_MAX, NNK_REDUCE_AMAX,
+    NNK_REDUCE_MEAN, NNK_REDUCE_NORM1, NNK_REDUCE_NORM2,
+};
+
 /* The source of one kernel for an extension's target. */
 typedef struct nnk_kernel_source {
     uint32_t size;                  /* sizeof(nnk_kernel_source) */
@@ -110,6 +142,10 @@ typedef struct nnk_kernel_source {
      * phases); run/red_* are NULL.  An extension whose compiled code
      * carries no host-side descriptor may return this one. */
     const nnk_kernel_desc *interface;
+    /* Appended in ABI 1 (read it only when `size` covers it): NNK_REDUCE_*
+     * when the instance is a plain reduction (see above), else
+     * NNK_REDUCE_NONE. */
+    int32_t reduce_op;
 } nnk_kernel_source;
 
 /* A kernel an extension compiled or loaded. */
@@ -172,6 +208,21 @@ typedef struct nnk_extension_ops {
      * still be queued (device_synchronize waits for it).  Checks such as
      * argmax of an empty slice are done by the runtime before. */
     nnk_status (*launch)(void *state, int32_t device, const nnk_ext_kernel *k, const nnk_plan *plan);
+
+    /* ---- appended in ABI 1: optional, absent when `size` does not cover them ---- */
+
+    /* One line on the extension's devices, above all why there are none
+     * ("no NVIDIA driver: ..."); nnk_extension_status() shows it and the
+     * runtime appends it to "has no devices" errors.  The string stays
+     * valid until fini. */
+    const char *(*status)(void *state);
+    /* Runs linked code on a stream of the caller (NAME_cuda of nnkc fat
+     * objects): desc's device code (desc->cuda_image) over a plan whose
+     * data pointers are device addresses, queued on `stream` (NULL: the
+     * default stream) of the device whose context is current to the
+     * calling thread (device 0 when none is).  May return before the work
+     * is done. */
+    nnk_status (*launch_stream)(void *state, const nnk_kernel_desc *desc, const nnk_plan *plan, void *stream);
 } nnk_extension_ops;
 
 /* The entry point a shared-object extension exports. */

@@ -135,6 +135,11 @@ nnk_status nnk_extension_get_devices(nnk_extension *ext, nnk_device_info *out, i
 nnk_status nnk_extension_clear_memory_cache(nnk_extension *ext, uint64_t *released);
 /* Allocator statistics of one device. */
 nnk_status nnk_extension_memory_stats(nnk_extension *ext, int32_t device, nnk_memory_stats *stats);
+/* One line from the extension on its devices, above all why it has none
+ * (cuda without a driver: "no NVIDIA driver: libcuda.so.1: cannot open
+ * shared object file ..."); "" when the extension says nothing (cpu).
+ * Valid until nnk_shutdown(); NULL for a NULL ext. */
+const char *nnk_extension_status(nnk_extension *ext);
 
 /* ---- contexts ------------------------------------------------------------- */
 
@@ -262,6 +267,19 @@ nnk_status nnk_kernel_from_desc(const nnk_context *ctx, const nnk_kernel_desc *d
  * cpu) that defines `const nnk_kernel_desc SYMBOL`, compiled and cached
  * like generated code.  Free with nnk_kernel_free. */
 nnk_status nnk_kernel_from_source(const nnk_context *ctx, const char *source, const char *symbol, nnk_kernel **k);
+/* Runs a linked descriptor as nnk_kernel_from_desc + nnk_launch would,
+ * with the kernel kept by the runtime (one per descriptor, until
+ * nnk_shutdown), so that repeated calls reuse its compiled or loaded
+ * instances.  This is what NAME_run of nnkc fat objects calls. */
+nnk_status nnk_launch_desc(const nnk_kernel_desc *desc, nnk_args *args);
+/* Runs desc's device code on extension `ext` (NULL: "cuda") over a plan
+ * whose data pointers are device addresses, queued on the caller's
+ * `stream` (a CUstream / cudaStream_t; NULL: the default stream) of the
+ * device current to the calling thread.  The plan's scalars are set.
+ * Returns when the work is queued.  NNK_EUNSUPPORTED when the extension
+ * cannot run linked code on foreign streams or desc has no device code.
+ * This is what NAME_cuda of nnkc fat objects calls. */
+nnk_status nnk_launch_desc_stream(const char *ext, const nnk_kernel_desc *desc, const nnk_plan *plan, void *stream);
 /* Frees a kernel from nnk_kernel_from_desc/_source (module kernels belong
  * to their module: this does nothing for them). */
 void nnk_kernel_free(nnk_kernel *k);
