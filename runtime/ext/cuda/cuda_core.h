@@ -1,0 +1,124 @@
+/* cuda_core.h - what the cuda and cudnn extensions share: the driver and
+ * NVRTC loaded with dlopen, devices with their primary contexts and
+ * streams, memory, the NVRTC JIT with its caches, modules, and launches
+ * through dispatch.c.  Each extension links its own copy (cuda_core.c is
+ * compiled into both shared objects), so they share no state at run time
+ * except the driver's primary contexts.  Internal: cu_ names stay inside
+ * the shared object (only nnk_extension_entry is exported). */
+#ifndef NNK_CUDA_CORE_H
+#define NNK_CUDA_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "cuda_api.h"
+#include "dispatch.h"
+#include "nnk/extension.h"
+
+typedef struct cu_fns {
+#define NNK_X(name, sym, ret, args) ret(*name) args;
+    NNK_CU_FUNCTIONS(NNK_X)
+#undef NNK_X
+} cu_fns;
+
+typedef struct nvrtc_fns {
+#define NNK_X(name, sym, ret, args) ret(*name) args;
+    NNK_NVRTC_FUNCTIONS(NNK_X)
+#undef NNK_X
+} nvrtc_fns;
+
+typedef struct cu_device {
+    CUdevice dev;
+    char name[128];
+    size_t total_memory;
+    int sms, cc;                 /* streaming multiprocessors; compute capability 10*major+minor */
+    pthread_mutex_t lock;
+    CUcontext ctx;               /* the primary context, retained on first use */
+    CUstream stream;             /* the extension's stream on this device */
+} cu_device;
+
+/* A loaded module: the kernels of one instance on one device. */
+enum { CU_NSUFFIX = 8 };
+typedef struct cu_module {
+    struct cu_module *next;
+    char key[65];                /* the compiled code's cache key, or "" for linked code */
+    const void *image;           /* linked code: the descriptor's image */
+    int32_t device;
+    CUcontext ctx;
+    CUmodule mod;
+    long refs;
+    char prefix[128];            /* kernel names are PREFIX__ew_c, ... */
+    int reduction;
+    nnk_cuda_sizes sizes;
+    CUfunction fn[CU_NSUFFIX];
+} cu_module;
+
+/* What nnk_ext_kernel.handle points to. */
+typedef struct cu_kernel {
+    cu_module *m;
+    int32_t reduce_op;           /* NNK_REDUCE_*: the cudnn extension may run it itself */
+} cu_kernel;
+
+typedef struct cu_state {
+    const nnk_host_api *host;
+    const char *ext;             /* "cuda" or "cudnn": the allocator scratch comes from */
+    void *libcuda;
+    cu_fns cu;
+    int driver_version;
+    int ndevices;
+    cu_device *devs;
+    char status[768];
+    /* test and tuning knobs (NNK_CUDA_BLOCK, NNK_CUDA_MAX_GRID, NNK_CUDA_FORCE) */
+    unsigned block, max_grid;
+    int force;
+    /* NVRTC, loaded at the first compile */
+    pthread_mutex_t nvrtc_lock;
+    bool nvrtc_tried;
+    void *libnvrtc;
+    nvrtc_fns nv;
+    int nvrtc_major, nvrtc_minor;
+    int archs[64], narchs;
+    char nvrtc_error[1024];
+    char include_dir[1024];      /* holds cuda_fp16.h, or "" for nnk's built-in fallback headers */
+    /* loaded modules (memory cache) */
+    pthread_mutex_t mod_lock;
+    cu_module *modules;
+    unsigned long compiles, disk_hits, memory_hits;
+} cu_state;
+
+nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out);
+void cu_fini(cu_state *S);
+const char *cu_status(cu_state *S);
+/* The CUDA error's name and text, "CUDA_ERROR_X: text". */
+const char *cu_error_text(cu_state *S, CUresult r, char *buf, size_t n);
+nnk_status cu_fail(cu_state *S, nnk_status s, CUresult r, const char *what);
+
+/* Makes device d's primary context current (retaining it and creating the
+ * stream on first use); cu_leave restores the previous one. */
+nnk_status cu_enter(cu_state *S, int32_t d);
+void cu_leave(cu_state *S);
+
+nnk_status cu_get_device_count(cu_state *S, int32_t *count);
+nnk_status cu_get_devices(cu_state *S, nnk_device_info *out, int32_t cap);
+nnk_status cu_device_synchronize(cu_state *S, int32_t device);
+nnk_status cu_clear_memory_cache(cu_state *S);
+nnk_status cu_mem_alloc(cu_state *S, int32_t device, size_t bytes, void **ptr);
+void cu_mem_free(cu_state *S, int32_t device, void *ptr);
+nnk_status cu_memset_zero(cu_state *S, int32_t device, void *ptr, size_t bytes);
+nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, const void *src, size_t bytes);
+nnk_status cu_kernel_compile(cu_state *S, int32_t device, const nnk_kernel_source *src, nnk_ext_kernel *out);
+nnk_status cu_kernel_load(cu_state *S, int32_t device, const nnk_kernel_desc *desc, nnk_ext_kernel *out);
+void cu_kernel_free(cu_state *S, nnk_ext_kernel *k);
+/* Runs a kernel's generated CUDA on the device's stream. */
+nnk_status cu_launch(cu_state *S, int32_t device, const nnk_ext_kernel *k, const nnk_plan *plan);
+nnk_status cu_launch_stream(cu_state *S, const nnk_kernel_desc *desc, const nnk_plan *plan, void *stream);
+
+/* NVRTC: loads it (once); NNK_ECOMPILE with the reason when absent. */
+nnk_status cu_nvrtc_ready(cu_state *S);
+/* The JIT without a device (also for tests): the code of src for compute
+ * capability cc (75 = sm_75), from the disk cache or NVRTC; *image is
+ * malloc'ed; *ptx tells PTX (a GPU newer than NVRTC) from a cubin. */
+nnk_status cu_jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **image,
+                  size_t *size, bool *ptx, char key[65]);
+
+#endif
