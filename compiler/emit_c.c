@@ -1301,7 +1301,7 @@ static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *o
         tset(e, "signature", signature(&g));
         tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
         tset(e, "kind", in->reduction ? "NNK_KIND_REDUCTION" : "NNK_KIND_ELEMENTWISE");
-        tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s__cuda\"", in->name) : "0");
+        fatobj_instance_keys(c, in, opt, e); /* NAME_cuda, NAME_run; the descriptor's CUDA fields */
         scalar_lists(&g, e);
         api_params(&g, e);
         if (!bodies)

@@ -43,7 +43,8 @@ static const char usage_text[] =
     "What to do (one of):\n"
     "  --check              check the files; diagnostics only\n"
     "  -S                   write source code: --target=c (default) or --target=cuda\n"
-    "  -c                   write an object file (compiled with the C compiler configure found)\n"
+    "  -c                   write a fat object: the C code (compiled with the C compiler configure\n"
+    "                       found) and, with nvcc, the CUDA code for --cuda-arch; NAME_cuda, NAME_run\n"
     "  --emit-header        write the C header declaring the kernels' entry points\n"
     "  --emit=KIND          write a dump: ast (checked tree with types), ir, c, cuda, header\n"
     "\n"
@@ -184,6 +185,9 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
         } else if (strcmp(s, "-w") == 0) {
             a->opt.no_warnings = true;
         } else if (strncmp(s, "--cuda-arch=", 12) == 0) {
+            char err[256];
+            if (!fatobj_check_archs(s + 12, err, sizeof err))
+                return usage_error("%s", err);
             a->cuda_archs = s + 12;
         } else if (strcmp(s, "--no-cuda") == 0) {
             a->no_cuda = true;
@@ -411,16 +415,36 @@ static int compile_one(const Args *a, const char *path)
                 emit_header(c, &c->instances, &eo, &out);
                 dest = dest ? dest : default_output(ar, path, ".h");
                 break;
-            case MODE_OBJECT:
-                emit_c_file(c, &c->instances, &eo, &out);
+            case MODE_OBJECT: {
+                /* a fat object: the CUDA as an embedded fatbin when nvcc is there */
+                const char *nvcc = a->no_cuda || c->instances.n == 0 ? NULL : fatobj_nvcc();
+                unsigned char *fat = NULL;
+                size_t fat_size = 0;
+                if (nvcc) {
+                    char *err = NULL;
+                    fat = fatobj_fatbin(c, &c->instances, &eo, nvcc, a->cuda_archs, a->opt.opt_level, &fat_size, &err);
+                    if (!fat) {
+                        fprintf(stderr, "nnkc: error: %s\n", err ? err : "nvcc failed");
+                        free(err);
+                        status = 1;
+                        break;
+                    }
+                } else if (!a->no_cuda && c->instances.n) {
+                    fprintf(stderr, "nnkc: note: no nvcc (set NNK_NVCC or configure --with-cuda): %s gets CPU code "
+                                    "only (--no-cuda says so quietly)\n", path);
+                }
+                eo.with_cuda = fat != NULL;
+                fatobj_c_file(c, &c->instances, &eo, fat, fat_size, &out);
+                free(fat);
                 if (a->header)
                     emit_header(c, &c->instances, &eo, &hdr);
                 dest = dest ? dest : default_output(ar, path, ".o");
                 break;
+            }
             default:
                 break;
             }
-            if (c->nerrors == 0) {
+            if (c->nerrors == 0 && status == 0) {
                 bool ok;
                 if (a->mode == MODE_OBJECT) {
                     ok = compile_object(ar, out.data ? out.data : "", out.len, dest, a->opt.opt_level);

@@ -591,6 +591,27 @@ void tlist(TDict *d, const char *key);   /* makes `key` an (empty) list */
 void template_render(const char *name, const TDict *data, Buf *out);
 
 /* ===================================================================== */
+/* fatobj.c: fat objects (nnkc -c): fatbin, NAME_cuda, NAME_run           */
+/* ===================================================================== */
+
+/* Template keys of an instance's fat-object entry points (header.tmpl,
+ * fatobj.tmpl) and of its descriptor's CUDA fields (c/desc.tmpl):
+ * run_params, fat_*, cuda_symbol, cuda_image, cuda_image_size. */
+void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *opt, TDict *e);
+/* A --cuda-arch list ("sm_75,sm_80,sm_90"): valid, or a message. */
+bool fatobj_check_archs(const char *list, char *err, size_t errlen);
+/* nvcc: $NNK_NVCC, else configure's; NULL when there is none ("no"). */
+const char *fatobj_nvcc(void);
+/* nvcc -fatbin of the instances' CUDA (SASS per arch, PTX of the newest):
+ * malloc'ed bytes, or NULL with a malloc'ed message in *err. */
+unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
+                             const char *archs, int opt_level, size_t *size, char **err);
+/* The object's C: the fatbin as an array (fatbin may be NULL: CPU only;
+ * opt->with_cuda must say which), the generated C, the entry points. */
+void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, const unsigned char *fatbin,
+                   size_t size, Buf *out);
+
+/* ===================================================================== */
 /* api.c: libnnkc as a library, for the runtime's JIT and for tools        */
 /* ===================================================================== */
 

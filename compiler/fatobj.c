@@ -1,0 +1,383 @@
+/* fatobj.c - fat objects (nnkc -c): one relocatable object with the CPU
+ * code, the CUDA code of every instance as a fatbin (SASS per requested
+ * arch plus PTX of the newest for later GPUs, from nvcc -fatbin), and two
+ * more entry points per instance:
+ *
+ *   int NAME_cuda(<the contiguous entry's parameters>, void *stream)
+ *       device pointers, queued on a CUDA stream (through libnnk's
+ *       nnk_launch_desc_stream and the cuda extension);
+ *   int NAME_run(struct nnk_context *ctx, [int32_t naxes, const int32_t *axes,]
+ *                <scalars by value, struct nnk_array * per tensor and output>)
+ *       nnk arrays on the context's backends (nnk_launch_desc).
+ *
+ * The fatbin bytes become a static array at the top of the generated C, so
+ * the C compiler makes the one object; descriptors point at it
+ * (cuda_image, cuda_image_size, cuda_symbol = the instance name, the
+ * prefix of its kernel names).  References to libnnk are weak: an
+ * application that never calls NAME_cuda/NAME_run needs no -lnnk.
+ * docs/cuda-backend.md describes the layout.
+ */
+#include "nnkc.h"
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#ifndef NNK_NVCC
+#define NNK_NVCC "no"
+#endif
+
+/* ---- per-instance template keys ----------------------------------------------- */
+
+static const char *api_type(Type t)
+{
+    return t == T_F16 ? "nnk_f16" : t == T_BF16 ? "nnk_bf16" : stype(t);
+}
+
+static const char *scalar_member(Type t)
+{
+    switch (t) {
+    case T_BOOL: return "b";
+    case T_F16: case T_BF16: return "u16";
+    default: return type_name(t);
+    }
+}
+
+/* A source name as a C parameter name, by emit_c.c's rule (C and C++
+ * keywords, common macros, names the entry points use themselves and
+ * names ending in '_' get a '_' appended) plus the names of the entry
+ * points here: ctx and stream. */
+static const char *cname(Compiler *c, const char *name)
+{
+    static const char *const reserved[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "asm", "typeof", "bool", "true", "false", "alignas", "alignof", "and", "and_eq",
+        "bitand", "bitor", "catch", "class", "compl", "concept", "consteval", "constexpr", "constinit",
+        "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit",
+        "export", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator",
+        "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
+        "static_cast", "template", "this", "thread_local", "throw", "try", "typeid", "typename", "using",
+        "virtual", "wchar_t", "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "linux", "unix", "i386",
+        "errno", "assert", "complex", "imaginary", "I", "NAN", "INFINITY", "HUGE_VAL", "EOF", "NULL",
+        "naxes", "axes", "outer", "len", "inner", "ctx", "stream",
+    };
+    size_t n = strlen(name);
+    bool bad = n > 0 && name[n - 1] == '_';
+    bad |= n > 2 && strcmp(name + n - 2, "_t") == 0;
+    bad |= strncmp(name, "nnk_", 4) == 0 || strncmp(name, "NNK_", 4) == 0 || strncmp(name, "__", 2) == 0;
+    bad |= n > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z';
+    for (size_t i = 0; !bad && i < sizeof reserved / sizeof *reserved; i++)
+        bad = strcmp(name, reserved[i]) == 0;
+    return bad ? arena_printf(c->arena, "%s_", name) : name;
+}
+
+static const char *take(Compiler *c, Buf *b)
+{
+    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
+    buf_free(b);
+    return s;
+}
+
+void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *opt, TDict *e)
+{
+    Buf params = {0}, run_params = {0}, run_args = {0}, fill = {0}, views = {0}, reduced = {0};
+    int nviews = 0, nin = 0, nscalars = 0;
+    tset(e, "name", in->name);
+    tset(e, "display", in->display);
+    tbool(e, "elementwise", !in->reduction);
+    tbool(e, "reduction", in->reduction);
+    tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
+    for (int i = 0; i < in->nparams + in->nouts; i++) {
+        bool out = i >= in->nparams;
+        const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
+        const char *nm = cname(c, p->name);
+        if (p->tensor || out) {
+            buf_printf(&params, out ? ", %s *%s" : ", const %s *%s", api_type(p->storage), nm);
+            buf_printf(&run_params, ", struct nnk_array *%s", nm);
+            buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
+            TDict *v = tpush(e, "fat_views");
+            tsetf(v, "k", "%d", nviews);
+            tset(v, "arg", nm);
+            bool red = out && !p->tensor;
+            tset(v, "rank", red ? "2" : "3");
+            tset(v, "shape", red ? "red_" : "full_");
+            tset(v, "strides", red ? "rst_" : "fst_");
+            buf_printf(&views, "%s&v%d_", nviews ? ", " : "", nviews);
+            buf_printf(&reduced, "%s%d", nviews ? ", " : "", red);
+            nviews++;
+            nin += !out;
+        } else {
+            buf_printf(&params, ", %s %s", api_type(p->type), nm);
+            buf_printf(&run_params, ", %s %s", api_type(p->type), nm);
+            buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", nscalars++, scalar_member(p->type), nm);
+            if (p->type == T_F16 || p->type == T_BF16)
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)nnk_%s2f(%s)));\n",
+                           p->type == T_F16 ? "h" : "b", nm);
+            else if (type_is_float(p->type))
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)%s));\n", nm);
+            else
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_i64(a_, (int64_t)%s));\n", nm);
+        }
+    }
+    tlist(e, "fat_views");
+    tset(e, "fat_params", take(c, &params));
+    tset(e, "run_params", take(c, &run_params));
+    tset(e, "run_args", take(c, &run_args));
+    tset(e, "fat_fill_scalars", fill.data ? take(c, &fill) : "(void)0;");
+    tset(e, "fat_view_list", take(c, &views));
+    tset(e, "fat_reduced_list", take(c, &reduced));
+    tsetf(e, "fat_nviews", "%d", nviews);
+    tsetf(e, "fat_nin", "%d", nin);
+    tsetf(e, "fat_nout", "%d", in->nouts);
+    /* the descriptor (c/desc.tmpl): the instance name prefixes its kernels */
+    tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
+    tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
+    tset(e, "cuda_image_size", opt->with_cuda ? "sizeof nnk_fatbin_" : "0");
+}
+
+/* ---- architectures ----------------------------------------------------------------- */
+
+/* "sm_75,sm_80,sm_90" (also "75", "compute_90", "sm_90a"); at most 32. */
+typedef struct Arch {
+    int num;
+    char variant; /* 0, 'a' or 'f': arch-specific (no forward-compatible PTX) */
+} Arch;
+
+static int parse_archs(const char *list, Arch *out, int max, const char **bad, size_t *badlen)
+{
+    int n = 0;
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *q = p;
+        if (len > 3 && strncmp(q, "sm_", 3) == 0)
+            q += 3;
+        else if (len > 8 && strncmp(q, "compute_", 8) == 0)
+            q += 8;
+        char *end;
+        long v = strtol(q, &end, 10);
+        char variant = 0;
+        if (end < p + len && (*end == 'a' || *end == 'f'))
+            variant = *end++;
+        if (q == p + len || end != p + len || v < 30 || v > 999 || n == max) {
+            *bad = p;
+            *badlen = len;
+            return -1;
+        }
+        bool dup = false;
+        for (int i = 0; i < n; i++)
+            dup |= out[i].num == v && out[i].variant == variant;
+        if (!dup)
+            out[n++] = (Arch){(int)v, variant};
+        p = e ? e + 1 : p + len;
+    }
+    if (n == 0) {
+        *bad = list ? list : "";
+        *badlen = list ? strlen(list) : 0;
+        return -1;
+    }
+    for (int i = 1; i < n; i++) /* ascending, so the command line is canonical */
+        for (int j = i; j > 0 && (out[j - 1].num > out[j].num ||
+                                  (out[j - 1].num == out[j].num && out[j - 1].variant > out[j].variant)); j--) {
+            Arch t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+bool fatobj_check_archs(const char *list, char *err, size_t errlen)
+{
+    Arch a[32];
+    const char *bad;
+    size_t badlen;
+    if (parse_archs(list, a, 32, &bad, &badlen) < 0) {
+        snprintf(err, errlen, "bad --cuda-arch entry '%.*s' (expected a list like sm_75,sm_80,sm_90)", (int)badlen, bad);
+        return false;
+    }
+    return true;
+}
+
+const char *fatobj_nvcc(void)
+{
+    const char *v = getenv("NNK_NVCC");
+    if (v && *v)
+        return strcmp(v, "no") == 0 ? NULL : v;
+    return strcmp(NNK_NVCC, "no") == 0 || !*NNK_NVCC ? NULL : NNK_NVCC;
+}
+
+/* ---- running nvcc ---------------------------------------------------------------------- */
+
+/* Runs argv with its output collected in *log; the exit status, or -1. */
+static int run_tool(char *const *argv, Buf *log)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        buf_printf(log, "cannot run %s: %s\n", argv[0], strerror(rc));
+        return -1;
+    }
+    char b[4096];
+    ssize_t r;
+    while ((r = read(fds[0], b, sizeof b)) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0 && log->len < 65536)
+            buf_put(log, b, (size_t)r);
+    close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static bool read_all(const char *path, unsigned char **data, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    Buf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+        buf_put(&b, tmp, n);
+    bool ok = !ferror(f);
+    fclose(f);
+    *size = b.len;
+    *data = (unsigned char *)buf_detach(&b);
+    return ok && *data;
+}
+
+unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
+                             const char *archs, int opt_level, size_t *size, char **err)
+{
+    *err = NULL;
+    Arch a[32];
+    const char *bad;
+    size_t badlen;
+    int na = parse_archs(archs, a, 32, &bad, &badlen);
+    Buf msg = {0};
+    if (na < 0) {
+        buf_printf(&msg, "bad --cuda-arch entry '%.*s'", (int)badlen, bad);
+        *err = buf_detach(&msg);
+        return NULL;
+    }
+    Buf cu = {0};
+    emit_cuda_file(c, instances, opt, &cu);
+
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/nnkc-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        buf_printf(&msg, "cannot create a temporary directory: %s", strerror(errno));
+        buf_free(&cu);
+        *err = buf_detach(&msg);
+        return NULL;
+    }
+    char src[4200], out[4200];
+    snprintf(src, sizeof src, "%s/kernels.cu", dir);
+    snprintf(out, sizeof out, "%s/kernels.fatbin", dir);
+    FILE *f = fopen(src, "wb");
+    bool ok = f && fwrite(cu.data ? cu.data : "", 1, cu.len, f) == cu.len;
+    if (f)
+        ok &= fclose(f) == 0;
+    buf_free(&cu);
+    unsigned char *bin = NULL;
+    if (!ok) {
+        buf_printf(&msg, "cannot write %s", src);
+    } else {
+        /* nvcc -fatbin: SASS for every arch, PTX of the newest portable one */
+        char *argv[128];
+        int n = 0;
+        char optflag[16];
+        snprintf(optflag, sizeof optflag, "-O%d", opt_level < 3 ? 3 : opt_level); /* host side only */
+        argv[n++] = (char *)nvcc;
+        argv[n++] = (char *)"-fatbin";
+        argv[n++] = (char *)"-std=c++17";
+        argv[n++] = optflag;
+        int ptx = -1;
+        for (int i = 0; i < na; i++)
+            if (!a[i].variant)
+                ptx = i;
+        for (int i = 0; i < na; i++) {
+            const char *v = a[i].variant == 'a' ? "a" : a[i].variant == 'f' ? "f" : "";
+            char *g = i == ptx ? arena_printf(c->arena, "arch=compute_%d,code=[sm_%d,compute_%d]", a[i].num, a[i].num, a[i].num)
+                               : arena_printf(c->arena, "arch=compute_%d%s,code=sm_%d%s", a[i].num, v, a[i].num, v);
+            argv[n++] = (char *)"-gencode";
+            argv[n++] = g;
+        }
+        argv[n++] = (char *)"-o";
+        argv[n++] = out;
+        argv[n++] = src;
+        argv[n] = NULL;
+        Buf log = {0};
+        int st = run_tool(argv, &log);
+        if (st != 0) {
+            buf_printf(&msg, "nvcc failed on the generated CUDA (%s, exit %d; this is a bug in nnkc):\n%s", nvcc, st,
+                       log.data ? log.data : "");
+        } else if (!read_all(out, &bin, size)) {
+            buf_printf(&msg, "nvcc wrote no %s", out);
+            free(bin);
+            bin = NULL;
+        }
+        buf_free(&log);
+    }
+    unlink(src);
+    unlink(out);
+    rmdir(dir);
+    if (!bin)
+        *err = buf_detach(&msg);
+    else
+        buf_free(&msg);
+    return bin;
+}
+
+/* ---- the object's C source ---------------------------------------------------------- */
+
+void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, const unsigned char *fatbin,
+                   size_t size, Buf *out)
+{
+    if (fatbin) {
+        /* a fatbin must be 8-byte aligned for the driver; 64 costs nothing */
+        buf_printf(out, "/* The CUDA code of this object: an nvcc fatbin of %zu bytes (docs/cuda-backend.md). */\n"
+                        "static const unsigned char nnk_fatbin_[%zu] __attribute__((aligned(64), used)) = {\n",
+                   size, size);
+        char line[16 * 5 + 8];
+        for (size_t i = 0; i < size; i += 16) {
+            size_t n = 0;
+            for (size_t j = i; j < size && j < i + 16; j++)
+                n += (size_t)snprintf(line + n, sizeof line - n, "%u,", fatbin[j]);
+            line[n++] = '\n';
+            buf_put(out, line, n);
+        }
+        buf_puts(out, "};\n\n");
+    }
+    emit_c_file(c, instances, opt, out);
+    TDict *d = tdict_new(c->arena);
+    for (int i = 0; i < instances->n; i++)
+        fatobj_instance_keys(c, instances->items[i], opt, tpush(d, "instances"));
+    tlist(d, "instances");
+    template_render("fatobj.tmpl", d, out);
+}

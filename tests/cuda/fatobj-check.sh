@@ -1,0 +1,135 @@
+#!/bin/sh
+# fatobj-check.sh: nnkc -c fat objects.  For kernels/fat.nnk: the arch
+# list inside the object (cuobjdump --list-elf/--list-ptx when configure
+# found it, else tests/cuda/fatbin_list), the configured default archs,
+# deterministic output, --no-cuda and a missing nvcc (CPU-only objects),
+# a bad --cuda-arch, the header in C and C++; then an application linked
+# with libnnk and one linked without it, both run on the CPU fallback
+# (fatapp.c).  Every test and sample kernel file (tests/diagnostics/valid,
+# samples) is also built into a fat object for one arch.
+# Exit 77 (skipped) only when nvcc is absent; the CPU-only parts still run.
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}"
+nnkc=$top_builddir/nnkc
+lister=$top_builddir/tests/cuda/fatbin_list
+cc=${CC:-cc}
+nvcc=${NVCC:-no}
+[ -n "$nvcc" ] || nvcc=no
+cuobjdump=${CUOBJDUMP:-no}
+default_archs=${NNK_CUDA_ARCHS:-sm_75,sm_80,sm_90}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-fatobj.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+ok() { echo "fatobj-check: ok   $*"; }
+bad() { echo "fatobj-check: FAIL $*"; fail=1; }
+k=$top_srcdir/tests/cuda/kernels/fat.nnk
+
+# "elf sm_75 ... ptx sm_90", sorted, from an object
+archs_of() {
+	if [ "$cuobjdump" != no ]; then
+		{ "$cuobjdump" --list-elf "$1" 2>/dev/null | sed -n 's/.*\.\(sm_[0-9a-z]*\)\.cubin.*/elf \1/p'
+		  "$cuobjdump" --list-ptx "$1" 2>/dev/null | sed -n 's/.*\.\(sm_[0-9a-z]*\)\.ptx.*/ptx \1/p'; } | sort | tr '\n' ' '
+	else
+		"$lister" "$1" 2>/dev/null | sort | tr '\n' ' '
+	fi
+}
+expect_archs() { # object, space-separated entries
+	got=$(archs_of "$1")
+	# shellcheck disable=SC2086 # split the list into words
+	want=$(printf '%s\n' $2 | paste -d' ' - - | sort | tr '\n' ' ')
+	if [ "$got" = "$want" ]; then ok "$3: $got"; else bad "$3: got '$got', expected '$want'"; fi
+}
+
+# ---- CPU-only objects (no toolkit needed) ----
+if NNK_NVCC=no "$nnkc" -c "$k" -o "$tmp/cpu.o" -H "$tmp/cpu.h" 2>"$tmp/note"; then
+	if grep -q "note: no nvcc" "$tmp/note"; then ok "without nvcc: a CPU-only object, with a note"; else bad "no note without nvcc"; fi
+else
+	bad "nnkc -c without nvcc failed"; cat "$tmp/note"
+fi
+"$nnkc" -c --no-cuda "$k" -o "$tmp/nocuda.o" -H "$tmp/nocuda.h" 2>"$tmp/note" || bad "nnkc -c --no-cuda failed"
+[ -s "$tmp/note" ] && bad "--no-cuda should be quiet: $(cat "$tmp/note")"
+if "$lister" "$tmp/nocuda.o" >/dev/null 2>&1; then bad "--no-cuda object has a fatbin"; else ok "--no-cuda: no fatbin"; fi
+cmp -s "$tmp/cpu.o" "$tmp/nocuda.o" && ok "--no-cuda and no nvcc give the same object" || bad "--no-cuda and no nvcc objects differ"
+"$nnkc" -c --cuda-arch=sm_75,bogus "$k" -o "$tmp/x.o" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "bad --cuda-arch entry 'bogus'" "$tmp/err" && ok "a bad --cuda-arch is a usage error" || bad "bad --cuda-arch: $(cat "$tmp/err")"
+
+build_app() { # header dir, object, output, mode
+	inc="-I$1 -I$top_srcdir/runtime/include"
+	if [ "$4" = nnk ]; then
+		$cc -std=c11 -Wall -Wextra -Werror $inc -DWITH_NNK "$top_srcdir/tests/cuda/fatapp.c" "$2" -o "$3" \
+			-L"$top_builddir/.libs" -lnnk -Wl,-rpath,"$top_builddir/.libs" -lm
+	else
+		$cc -std=c11 -Wall -Wextra -Werror $inc "$top_srcdir/tests/cuda/fatapp.c" "$2" -o "$3" -lm
+	fi
+}
+run_app() { # app, expectation, what
+	if NNK_EXTENSION_PATH=$top_builddir/.libs NNK_CACHE_DIR=$tmp/cache "$1" "$2" >"$tmp/app.log" 2>&1; then
+		ok "$3"
+	else
+		bad "$3:"; cat "$tmp/app.log"
+	fi
+}
+mkdir -p "$tmp/cpuhdr" && cp "$tmp/nocuda.h" "$tmp/cpuhdr/fat.h"
+build_app "$tmp/cpuhdr" "$tmp/nocuda.o" "$tmp/app_cpu" nnk && run_app "$tmp/app_cpu" nocuda "CPU-only object, app with libnnk" \
+	|| bad "cannot build the app of the CPU-only object"
+
+if [ "$nvcc" = no ]; then
+	echo "fatobj-check: SKIP: nvcc not found (configure --with-cuda): fat objects with GPU code not tested"
+	[ $fail -eq 0 ] && exit 77
+	exit 1
+fi
+export NNK_NVCC=$nvcc
+
+# ---- fat objects ----
+start=$(date +%s)
+"$nnkc" -c "$k" -o "$tmp/fat.o" -H "$tmp/fat.h" --cuda-arch=sm_90,sm_75,sm_80 || bad "nnkc -c --cuda-arch=sm_90,sm_75,sm_80 failed"
+expect_archs "$tmp/fat.o" "elf sm_75 elf sm_80 elf sm_90 ptx sm_90" "--cuda-arch=sm_90,sm_75,sm_80"
+"$nnkc" -c "$k" -o "$tmp/dflt.o" || bad "nnkc -c with the default archs failed"
+want=""
+for a in $(echo "$default_archs" | tr ',' ' '); do want="$want elf $a"; done
+last=$(echo "$default_archs" | tr ',' '\n' | grep -v '[af]$' | sed 's/^sm_//' | sort -n | tail -1)
+expect_archs "$tmp/dflt.o" "$want ptx sm_$last" "default archs ($default_archs)"
+if [ "$default_archs" = sm_75,sm_80,sm_90 ]; then
+	cmp -s "$tmp/fat.o" "$tmp/dflt.o" && ok "deterministic (whatever the order of --cuda-arch)" || bad "two builds differ"
+else
+	"$nnkc" -c "$k" -o "$tmp/fat2.o" --cuda-arch=sm_80,sm_90,sm_75 || bad "second build failed"
+	cmp -s "$tmp/fat.o" "$tmp/fat2.o" && ok "deterministic (whatever the order of --cuda-arch)" || bad "two builds differ"
+fi
+"$nnkc" -c "$k" -o "$tmp/one.o" --cuda-arch=86 || bad "--cuda-arch=86 failed"
+expect_archs "$tmp/one.o" "elf sm_86 ptx sm_86" "--cuda-arch=86"
+echo "fatobj-check: fat objects built in $(( $(date +%s) - start ))s"
+
+# the header: C and C++
+for lang in c c++; do
+	if echo '#include "fat.h"' | $cc -x $lang -fsyntax-only -Wall -Wextra -Werror -I"$tmp" - 2>"$tmp/err"; then
+		ok "the header compiles as $lang"
+	else
+		bad "the header as $lang: $(cat "$tmp/err")"
+	fi
+done
+
+build_app "$tmp" "$tmp/fat.o" "$tmp/app_nnk" nnk && run_app "$tmp/app_nnk" cuda "fat object, app linked with libnnk (CPU fallback)" \
+	|| { bad "cannot build the app with libnnk"; }
+build_app "$tmp" "$tmp/fat.o" "$tmp/app_plain" plain && run_app "$tmp/app_plain" cuda "fat object, app linked without libnnk" \
+	|| { bad "cannot link the app without libnnk (weak references?)"; }
+if nm "$tmp/app_plain" 2>/dev/null | grep -q ' [TD] nnk_launch'; then bad "app without libnnk defines nnk_launch*?"; fi
+
+# ---- every test and sample kernel as a fat object (one arch, two at a time) ----
+files=$(ls "$top_srcdir"/tests/diagnostics/valid/*.nnk "$top_srcdir"/samples/*.nnk "$top_srcdir"/samples/*/*.nnk 2>/dev/null)
+start=$(date +%s)
+n=0
+for f in $files; do
+	n=$((n + 1))
+	b=$(basename "$f" .nnk)
+	( if "$nnkc" -c -I"$(dirname "$f")" --cuda-arch=sm_80 "$f" -o "$tmp/all-$n-$b.o" 2>"$tmp/all-$n.log" &&
+	     [ "$(archs_of "$tmp/all-$n-$b.o")" = "elf sm_80 ptx sm_80 " ]; then echo ok >"$tmp/all-$n.st"; else echo FAIL >"$tmp/all-$n.st"; fi ) &
+	[ $((n % 2)) -eq 0 ] && wait
+done
+wait
+n=0
+for f in $files; do
+	n=$((n + 1))
+	if [ "$(cat "$tmp/all-$n.st")" = ok ]; then ok "fat object of ${f#"$top_srcdir"/} (sm_80)"; else bad "fat object of $f:"; cat "$tmp/all-$n.log"; fi
+done
+echo "fatobj-check: $n kernel files as fat objects in $(( $(date +%s) - start ))s"
+exit $fail
