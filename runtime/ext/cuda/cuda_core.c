@@ -703,6 +703,7 @@ typedef struct jit_job {
     const char *opts[8];
     int nopts;
     bool ptx;
+    bool syntax_only;            /* opt_level -1: the front end only (compile checks) */
     char key[65];
 } jit_job;
 
@@ -728,6 +729,9 @@ static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *pr
         j->opts[j->nopts++] = j->inc;
     if (opt_level == 0 && (S->nvrtc_major > 12 || (S->nvrtc_major == 12 && S->nvrtc_minor >= 8)))
         j->opts[j->nopts++] = "--Ofast-compile=max";
+    j->syntax_only = opt_level < 0;
+    if (j->syntax_only)
+        j->opts[j->nopts++] = "--fdevice-syntax-only";
     /* the key: everything that decides the code */
     size_t slen = strlen(src);
     char *kbuf = malloc(slen + 2048);
@@ -751,7 +755,7 @@ static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix
     const char *suffix = j->ptx ? ".ptx" : ".cubin";
     void *data = NULL;
     size_t n = 0;
-    if (S->host->size >= offsetof(nnk_host_api, cache_load) + sizeof S->host->cache_load &&
+    if (!j->syntax_only && S->host->size >= offsetof(nnk_host_api, cache_load) + sizeof S->host->cache_load &&
         S->host->cache_load(j->key, suffix, &data, &n) == NNK_OK) {
         S->disk_hits++;
         *image = data;
@@ -788,6 +792,12 @@ static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix
         free(log);
         S->nv.nvrtcDestroyProgram(&prog);
         return s;
+    }
+    if (j->syntax_only) {
+        S->nv.nvrtcDestroyProgram(&prog);
+        *image = NULL;
+        *size = 0;
+        return NNK_OK;
     }
     n = 0;
     r = ptx ? S->nv.nvrtcGetPTXSize(prog, &n) : S->nv.nvrtcGetCUBINSize(prog, &n);

@@ -117,7 +117,9 @@ nnk_status cu_launch_stream(cu_state *S, const nnk_kernel_desc *desc, const nnk_
 nnk_status cu_nvrtc_ready(cu_state *S);
 /* The JIT without a device (also for tests): the code of src for compute
  * capability cc (75 = sm_75), from the disk cache or NVRTC; *image is
- * malloc'ed; *ptx tells PTX (a GPU newer than NVRTC) from a cubin. */
+ * malloc'ed; *ptx tells PTX (a GPU newer than NVRTC) from a cubin.
+ * opt_level 0 compiles fast (--Ofast-compile=max where NVRTC has it);
+ * -1 runs the front end only (--fdevice-syntax-only; no image). */
 nnk_status cu_jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **image,
                   size_t *size, bool *ptx, char key[65]);
 

@@ -1,0 +1,36 @@
+#!/bin/sh
+# nvrtc-check.sh: every kernel file of the tests and samples
+# (tests/diagnostics/valid, tests/conformance, tests/cuda/kernels, samples)
+# as CUDA (nnkc -S --target=cuda) compiles with NVRTC for every arch it
+# supports from sm_75 up (nvrtc_check).  Skip (77) only when no CUDA
+# toolkit was configured and no NVRTC can be found; with a toolkit, a
+# missing NVRTC is a failure.
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-nvrtc.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+status=0
+n=0
+for f in "$top_srcdir"/tests/diagnostics/valid/*.nnk "$top_srcdir"/tests/conformance/kernels/*.nnk \
+	"$top_srcdir"/tests/cuda/kernels/*.nnk "$top_srcdir"/samples/*.nnk "$top_srcdir"/samples/*/*.nnk; do
+	[ -f "$f" ] || continue
+	n=$((n + 1))
+	out="$tmp/$n-$(basename "$f" .nnk).cu"
+	if ! "$top_builddir/nnkc" -S --target=cuda -I"$(dirname "$f")" "$f" -o "$out"; then
+		echo "nvrtc-check: FAIL nnkc -S --target=cuda $f"
+		status=1
+	fi
+done
+# no disk cache: every compile is real
+NNK_CACHE=0 "$top_builddir/tests/cuda/nvrtc_check" "$tmp"/*.cu
+rc=$?
+if [ $rc -eq 77 ]; then
+	if [ -n "${CUDA_HOME:-}" ] || { [ -n "${NVCC:-}" ] && [ "${NVCC:-no}" != no ]; }; then
+		echo "nvrtc-check: FAIL: a CUDA toolkit is configured (${CUDA_HOME:-$NVCC}) but NVRTC cannot be loaded"
+		exit 1
+	fi
+	echo "nvrtc-check: SKIP: no CUDA toolkit"
+	exit 77
+fi
+[ $rc -eq 0 ] || status=1
+exit $status
