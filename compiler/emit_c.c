@@ -96,7 +96,7 @@ static uint8_t *boundary(const Gen *g, const Need *nd, const int32_t *roots, int
             continue;
         int32_t ops[3] = {n->a, n->b, n->c};
         for (int j = 0; j < 3; j++)
-            if (ops[j] >= 0 && k->nodes[ops[j]].level == lvl && k->nodes[ops[j]].op != IR_CONST)
+            if (ops[j] >= 0 && nd->in[ops[j]] && k->nodes[ops[j]].level == lvl && k->nodes[ops[j]].op != IR_CONST)
                 b[ops[j]] = 1;
     }
     for (int i = 0; i < nroots; i++)
@@ -125,7 +125,7 @@ static EmitAccess access_for(const Gen *g, const Mode *m)
     case M_EW_CONTIG: ac.idx = "(idx0 + i)"; break;
     case M_EW_STRIDED: ac.idx = "(idx0 + i * idxs)"; break;
     case M_ROW_CONTIG: case M_ROW_STRIDED: ac.idx = "(ib + i * is)"; break;
-    case M_COL: ac.idx = "(ib + c * ics)"; ac.red_fmt = "fc->r%d[c]"; break;
+    case M_COL: ac.idx = "(ib + c * ics)"; ac.red_fmt = "cx->r%d[c]"; break;
     }
     return ac;
 }
@@ -572,15 +572,55 @@ static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, 
     }
 }
 
-/* Merging two partial results: as acc_step, except that max/min of two
- * partial results (both maybe NaN) use the NaN-propagating helpers. */
+/* dst = a combined with b (b covers the elements after a's), for two
+ * partial results; dx, ax, bx: their indices (argmax/argmin).  max/min of
+ * two partial results (both maybe NaN) use the NaN-propagating helpers. */
+static void acc_combine(const Gen *g, int ri, const IrReducer *r, const char *dst, const char *a, const char *b,
+                        const char *dx, const char *ax, const char *bx, Buf *out)
+{
+    Type t = r->acc_type;
+    const char *sfx = type_suffix(t);
+    switch (r->kind) {
+    case R_SUM: case R_MEAN:
+        if (type_is_int(t))
+            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", dst, sfx, a, b);
+        else
+            buf_printf(out, "%s = %s + %s;\n", dst, a, b);
+        break;
+    case R_PROD:
+        if (type_is_int(t))
+            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", dst, sfx, a, b);
+        else
+            buf_printf(out, "%s = %s * %s;\n", dst, a, b);
+        break;
+    case R_MAX: case R_MIN:
+        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", dst, r->kind == R_MAX ? "max" : "min", sfx, a, b);
+        break;
+    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", dst, a, b); break;
+    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", dst, a, b); break;
+    case R_ARGMAX: case R_ARGMIN: {
+        /* the earlier (smaller) index wins ties, so the order of a and b
+         * matters only through the indices */
+        const char *fn = r->kind == R_ARGMAX ? "argmax" : "argmin";
+        if (strcmp(dst, a) == 0)
+            buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", fn, sfx, dst, dx, b, bx);
+        else
+            buf_printf(out, "{\n    %s v_ = %s;\n    int64_t i_ = %s;\n    nnk_%s_%s(&v_, &i_, %s, %s);\n    %s = v_;\n    %s = i_;\n}\n",
+                       ctype(t), a, ax, fn, sfx, b, bx, dst, dx);
+        break;
+    }
+    case R_CUSTOM:
+        buf_printf(out, "%s = %s__comb%d(p, %s, %s);\n", dst, g->in->name, ri, a, b);
+        break;
+    default:
+        nnkc_assert(!"reducer");
+    }
+}
+
 static void acc_merge(const Gen *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
                       const char *bx, Buf *out)
 {
-    if (r->kind == R_MAX || r->kind == R_MIN)
-        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", a, r->kind == R_MAX ? "max" : "min", type_suffix(r->acc_type), a, b);
-    else
-        acc_step(g, ri, r, a, b, ax, bx, out);
+    acc_combine(g, ri, r, a, a, b, ax, ax, bx, out);
 }
 
 /* The final value of reducer r from its accumulator, as its result's compute type. */
@@ -691,40 +731,544 @@ static void tensor_stores(const Gen *g, Mode mode, Buf *out)
     }
 }
 
-/* For the column order: per-position (row level) values that the element
- * code uses, computed once per position into arrays tN_[], then read back
- * as tN in the element loop.  `decl` gets the arrays and the loop filling
- * them; `load` the reads. */
-static void col_row_values(const Gen *g, const Need *nd, const uint8_t *bnd, Buf *decl, Buf *load)
+/* Indents every line of `s` by `n` spaces into out. */
+static void indent_into(Buf *out, const char *s, int n)
 {
-    const IrKernel *k = g->k;
-    bool any = false;
-    for (int i = 0; i < k->nnodes; i++)
-        any |= bnd[i] != 0;
-    if (!any)
-        return;
-    for (int i = 0; i < k->nnodes; i++)
-        if (bnd[i])
-            buf_printf(decl, "%s t%d_[NNK_COLT];\n", ctype((Type)k->nodes[i].type), i);
-    buf_puts(decl, "for (int64_t c = 0; c < T; c++) {\n");
-    Mode m = M_COL;
-    EmitAccess ac = access_for(g, &m);
-    Buf rows = {0};
-    emit_level(&ac, nd->in, L_ROW, L_ROW, &rows);
-    for (int i = 0; i < k->nnodes; i++)
-        if (bnd[i])
-            buf_printf(&rows, "t%d_[c] = t%d;\n", i, i);
-    for (char *line = rows.data, *nl; line && *line; line = nl + 1) {
+    for (const char *line = s, *nl; line && *line; line = nl + 1) {
         nl = strchr(line, '\n');
-        buf_printf(decl, "    %.*s\n", (int)(nl - line), line);
+        buf_printf(out, "%*s%.*s\n", n, "", nl ? (int)(nl - line) : (int)strlen(line), line);
         if (!nl)
             break;
     }
-    buf_free(&rows);
-    buf_puts(decl, "}\n");
+}
+
+/* For the column order: the per-position values (row level) the element
+ * code takes from outside its loop live in arrays cx->tN; `loads` gets the
+ * lines reading them back as tN (from the hoisted pointers tN_). */
+static void col_boundary_loads(const Gen *g, const uint8_t *bnd, Buf *hoist, Buf *loads)
+{
+    for (int i = 0; i < g->k->nnodes; i++) {
+        if (!bnd[i])
+            continue;
+        const char *T = ctype((Type)g->k->nodes[i].type);
+        if (hoist)
+            buf_printf(hoist, "const %s *const t%d_ = cx->t%d;\n", T, i, i);
+        buf_printf(loads, "const %s t%d = t%d_[c];\n", T, i, i);
+    }
+}
+
+/* For the column order: the code computing what `roots` need outside the
+ * element loops -- scalars, n, uniform values -- and then, per position c,
+ * the row-level values, stored into cx->tN[c] for the nodes in `bnd`. */
+static void col_prep(const Gen *g, const int32_t *roots, int nroots, const uint8_t *bnd, Buf *out)
+{
+    const IrKernel *k = g->k;
+    Need sub = need_of(g, roots, nroots);
+    Mode m = M_COL;
+    EmitAccess ac = access_for(g, &m);
+    bool uses_p = sub.n;
+    for (int s = 0; s < g->nscalars; s++)
+        uses_p |= sub.scalars[s];
+    if (!uses_p)
+        buf_puts(out, "(void)p;\n");
+    read_scalars(g, "p", sub.scalars, out);
+    if (sub.n)
+        buf_puts(out, "const int64_t n_red = p->nreduced;\n");
+    emit_level(&ac, sub.in, L_CONST, L_UNIFORM, out);
+    bool any = false;
     for (int i = 0; i < k->nnodes; i++)
-        if (bnd[i])
-            buf_printf(load, "const %s t%d = t%d_[c];\n", ctype((Type)k->nodes[i].type), i, i);
+        any |= bnd[i] != 0;
+    if (any) {
+        Buf rows = {0};
+        emit_level(&ac, sub.in, L_ROW, L_ROW, &rows);
+        for (int i = 0; i < k->nnodes; i++)
+            if (bnd[i])
+                buf_printf(&rows, "cx->t%d[c] = t%d;\n", i, i);
+        buf_puts(out, "for (int64_t c = 0; c < T; c++) {\n");
+        indent_into(out, rows.data, 4);
+        buf_puts(out, "}\n");
+        buf_free(&rows);
+    }
+    need_free(&sub);
+}
+
+/* The nodes set in `set`, as a list of roots. */
+static int set_roots(const Gen *g, const uint8_t *set, int32_t *roots, int max)
+{
+    int n = 0;
+    for (int i = 0; i < g->k->nnodes && n < max; i++)
+        if (set[i])
+            roots[n++] = i;
+    return n;
+}
+
+/* "float *s_a0 = (float *)s; int64_t *s_x0 = ..." for phase ph's fields in
+ * a column level at `base` (T of each, 8-byte aligned). */
+static void col_fields(const Gen *g, int ph, const char *base, const char *cst, Buf *out)
+{
+    const IrKernel *k = g->k;
+    Buf off = {0};
+    buf_puts(&off, "0");
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->phase != ph)
+            continue;
+        const char *A = ctype(r->acc_type);
+        buf_printf(out, "%s%s *%s_a%d = (%s%s *)(%s + %s);\n", cst, A, base, ri, cst, A, base, off.data);
+        buf_printf(&off, " + NNK_A8(T * (int64_t)sizeof(%s))", A);
+        if (is_arg(r)) {
+            buf_printf(out, "%sint64_t *%s_x%d = (%sint64_t *)(%s + %s);\n", cst, base, ri, cst, base, off.data);
+            buf_puts(&off, " + NNK_A8(T * (int64_t)sizeof(int64_t))");
+        }
+    }
+    buf_free(&off);
+}
+
+/* An element value the last phase computes and a tensor output of the
+ * epilogue needs again (softmax's exp(x - m)): when the output can hold it
+ * exactly (its storage, logical and compute types are the value's), the
+ * last phase stores it there and the epilogue reads it back instead of
+ * computing it twice.  Only when the epilogue then reads no input, so an
+ * output that is also an input (in place) still works. */
+typedef struct Cache {
+    int node; /* -1: none */
+    int op;   /* the output operand */
+} Cache;
+
+/* need_of, not looking below node `stop` (its value comes from elsewhere). */
+static Need need_stop(const Gen *g, const int32_t *roots, int nroots, int stop)
+{
+    const IrKernel *k = g->k;
+    Need nd;
+    memset(&nd, 0, sizeof nd);
+    nd.in = calloc((size_t)k->nnodes + 1, 1);
+    for (int i = 0; i < nroots; i++)
+        if (roots[i] >= 0)
+            nd.in[roots[i]] = 1;
+    for (int i = k->nnodes - 1; i >= 0; i--) {
+        const IrNode *n = &k->nodes[i];
+        if (!nd.in[i] || i == stop || n->op == IR_RED)
+            continue;
+        int32_t ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0)
+                nd.in[ops[j]] = 1;
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        if (!nd.in[i])
+            continue;
+        const IrNode *n = &k->nodes[i];
+        if (i == stop) {
+            nd.any_elem = true;
+            continue;
+        }
+        switch ((IrOp)n->op) {
+        case IR_IDX: nd.idx = true; break;
+        case IR_N: nd.n = true; break;
+        case IR_RED: nd.red = true; break;
+        case IR_LOAD: nd.loads[n->aux] = 1; break;
+        case IR_SCALAR: nd.scalars[n->aux] = 1; break;
+        default: break;
+        }
+        if (n->level == L_ELEM)
+            nd.any_elem = true;
+    }
+    return nd;
+}
+
+static Cache find_cache(const Gen *g)
+{
+    const IrKernel *k = g->k;
+    Cache c = {-1, -1};
+    if (k->nphases < 1)
+        return c;
+    int32_t roots[256], troots[MAXOPS];
+    int nroots = 0, nt = 0;
+    for (int ri = 0; ri < k->nreds && nroots < 256; ri++)
+        if (k->reds[ri].phase == k->nphases)
+            roots[nroots++] = k->reds[ri].arg;
+    for (int i = 0; i < k->nouts; i++)
+        if (k->outs[i].tensor)
+            troots[nt++] = k->outs[i].node;
+    if (!nt)
+        return c;
+    Need np = need_of(g, roots, nroots), tn = need_of(g, troots, nt);
+    for (int i = k->nnodes - 1; i >= 0 && c.node < 0; i--) {
+        const IrNode *n = &k->nodes[i];
+        if (!np.in[i] || !tn.in[i] || n->level != L_ELEM || n->op == IR_LOAD || n->op == IR_CONST)
+            continue;
+        Type t = (Type)n->type;
+        if (type_compute(t) != t)
+            continue;
+        for (int o = 0; o < k->nouts; o++) {
+            const IrOutput *out = &k->outs[o];
+            if (!out->tensor || out->type != t || out->storage != t)
+                continue;
+            Need sub = need_stop(g, troots, nt, i);
+            bool reads = false;
+            for (int op = 0; op < k->nloads; op++)
+                reads |= sub.loads[op] != 0;
+            need_free(&sub);
+            if (!reads) {
+                c.node = i;
+                c.op = k->nloads + o;
+            }
+            break;
+        }
+    }
+    need_free(&np);
+    need_free(&tn);
+    return c;
+}
+
+/* The per-element code of a loop of `mode`, with the cached value (if the
+ * set needs it) read from its output. */
+static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Buf *out)
+{
+    EmitAccess ac = access_for(g, &mode);
+    uint8_t *done = calloc((size_t)g->k->nnodes + 1, 1);
+    if (cache.node >= 0 && nd->in[cache.node]) {
+        Type t = (Type)g->k->nodes[cache.node].type;
+        Buf a = {0};
+        operand_access(&ac, cache.op, &a);
+        buf_printf(out, "const %s t%d = ", ctype(t), cache.node);
+        emit_load(g->op_storage[cache.op], t, a.data, out);
+        buf_puts(out, "; /* stored by the last phase */\n");
+        buf_free(&a);
+        done[cache.node] = 1;
+    }
+    uint8_t *sel = calloc((size_t)g->k->nnodes + 1, 1);
+    for (int i = 0; i < g->k->nnodes; i++)
+        sel[i] = nd->in[i] && g->k->nodes[i].level == L_ELEM;
+    emit_nodes(&ac, sel, done, "", out);
+    free(sel);
+    free(done);
+}
+
+/* Emits the data of one phase (P) of a reduction. */
+static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t *red_loads, uint8_t *col_rows,
+                            int *lane_bytes)
+{
+    const IrKernel *k = g->k;
+    const int IDX = g->nops;
+    int32_t roots[256], iroots[256];
+    int nroots = 0, niroots = 0;
+    bool custom = false, mean = false, has_arg = false;
+    Buf names = {0}, fields = {0}, initl = {0}, merge = {0}, final = {0}, lanes = {0}, reset = {0}, carry = {0},
+        store = {0}, load = {0}, into = {0}, upd = {0}, cupd = {0}, cinit = {0}, cmerge = {0}, cparams = {0},
+        cargs = {0}, cfl = {0}, cfs = {0}, r2l = {0}, cbytes = {0};
+    buf_puts(&cbytes, "0");
+    *lane_bytes = 0;
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->phase != ph)
+            continue;
+        bool arg = is_arg(r);
+        has_arg |= arg;
+        custom |= r->kind == R_CUSTOM;
+        mean |= r->kind == R_MEAN;
+        if (nroots < 256)
+            roots[nroots++] = r->arg;
+        if (r->kind == R_CUSTOM && niroots < 256)
+            iroots[niroots++] = r->ident;
+        buf_printf(&names, "%s#%d %s", names.len ? ", " : "", ri, reducer_info[r->kind].name);
+        const char *A = ctype(r->acc_type);
+        const char *id = acc_ident(g, r);
+        buf_printf(&fields, "%s a%d[NNK_LANES];\n", A, ri);
+        buf_printf(&initl, "s->a%d[j] = %s;\n", ri, id);
+        buf_printf(&lanes, "%s a%d_[NNK_LANES], lv%d_[NNK_LEVELS][NNK_LANES];\n", A, ri, ri);
+        buf_printf(&reset, "a%d_[j] = %s;\n", ri, id);
+        buf_printf(&store, "lv%d_[k][j] = a%d_[j];\n", ri, ri);
+        buf_printf(&load, "a%d_[j] = lv%d_[k][j];\n", ri, ri);
+        buf_printf(&cinit, "s_a%d[c] = %s;\n", ri, id);
+        buf_printf(&cparams, ", %s *NNK_RESTRICT a%d", A, ri);
+        buf_printf(&cargs, ", cur_a%d", ri);
+        buf_printf(&cfl, "one.a%d[0] = res_a%d[c];\n", ri, ri);
+        buf_printf(&cfs, "cx->r%d[c] = f.r%d;\n", ri, ri);
+        buf_printf(&r2l, "s->a%d[0] = res_a%d[0];\n", ri, ri);
+        buf_printf(&cbytes, " + NNK_A8(T * (int64_t)sizeof(%s))", A);
+        *lane_bytes += 8;
+        if (arg) {
+            buf_printf(&fields, "int64_t x%d[NNK_LANES];\n", ri);
+            buf_printf(&initl, "s->x%d[j] = -1;\n", ri);
+            buf_printf(&lanes, "int64_t x%d_[NNK_LANES], lvx%d_[NNK_LEVELS][NNK_LANES];\n", ri, ri);
+            buf_printf(&reset, "x%d_[j] = -1;\n", ri);
+            buf_printf(&store, "lvx%d_[k][j] = x%d_[j];\n", ri, ri);
+            buf_printf(&load, "x%d_[j] = lvx%d_[k][j];\n", ri, ri);
+            buf_printf(&cinit, "s_x%d[c] = -1;\n", ri);
+            buf_printf(&cparams, ", int64_t *NNK_RESTRICT x%d", ri);
+            buf_printf(&cargs, ", cur_x%d", ri);
+            buf_printf(&cfl, "one.x%d[0] = res_x%d[c];\n", ri, ri);
+            buf_printf(&r2l, "s->x%d[0] = res_x%d[0];\n", ri, ri);
+            buf_puts(&cbytes, " + NNK_A8(T * (int64_t)sizeof(int64_t))");
+            *lane_bytes += 8;
+        }
+        char d[64], a[64], b[64], dx[64], ax[64], bx[64];
+#define COMBINE(D, Aa, Bb, DX, AX, BX, OUT)                                                        \
+    do {                                                                                            \
+        snprintf(d, sizeof d, D, ri), snprintf(a, sizeof a, Aa, ri), snprintf(b, sizeof b, Bb, ri); \
+        snprintf(dx, sizeof dx, DX, ri), snprintf(ax, sizeof ax, AX, ri), snprintf(bx, sizeof bx, BX, ri); \
+        acc_combine(g, ri, r, d, a, b, dx, ax, bx, OUT);                                              \
+    } while (0)
+        COMBINE("a->a%d[j]", "a->a%d[j]", "b->a%d[j]", "a->x%d[j]", "a->x%d[j]", "b->x%d[j]", &merge);
+        COMBINE("a%d_[j]", "lv%d_[k][j]", "a%d_[j]", "x%d_[j]", "lvx%d_[k][j]", "x%d_[j]", &carry);
+        COMBINE("s->a%d[j]", "s->a%d[j]", "a%d_[j]", "s->x%d[j]", "s->x%d[j]", "x%d_[j]", &into);
+        COMBINE("a_a%d[c]", "a_a%d[c]", "b_a%d[c]", "a_x%d[c]", "a_x%d[c]", "b_x%d[c]", &cmerge);
+#undef COMBINE
+        /* element updates: the argument converted to the accumulator type */
+        Mode mr = M_ROW_CONTIG, mcol = M_COL;
+        EmitAccess ar = access_for(g, &mr), acol = access_for(g, &mcol);
+        Buf v = {0}, vc = {0}, vcol = {0}, vccol = {0}, al = {0}, xl = {0};
+        emit_ref(&ar, r->arg, &v);
+        emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
+        emit_ref(&acol, r->arg, &vcol);
+        emit_convert((Type)k->nodes[r->arg].type, r->acc_type, vcol.data, &vccol);
+        buf_printf(&al, "a%d_[j]", ri);
+        buf_printf(&xl, "x%d_[j]", ri);
+        acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
+        al.len = xl.len = 0;
+        buf_printf(&al, "a%d[c]", ri);
+        buf_printf(&xl, "x%d[c]", ri);
+        acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
+        Buf *tmp[] = {&v, &vc, &vcol, &vccol, &al, &xl};
+        for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
+            buf_free(tmp[i]);
+    }
+    buf_puts(&lanes, "for (int j = 0; j < NNK_LANES; j++) {\n");
+    indent_into(&lanes, reset.data, 4);
+    buf_puts(&lanes, "}\n");
+
+    /* final: copy the lanes, combine them pairwise, finish */
+    if (mean)
+        buf_puts(&final, "const int64_t n_red = p->nreduced;\n");
+    else if (!custom)
+        buf_puts(&final, "(void)p;\n");
+    Buf fcopy = {0}, fpair = {0}, fdone = {0};
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->phase != ph)
+            continue;
+        buf_printf(&final, "%s a%d_[NNK_LANES];\n", ctype(r->acc_type), ri);
+        buf_printf(&fcopy, "a%d_[j] = s->a%d[j];\n", ri, ri);
+        if (is_arg(r)) {
+            buf_printf(&final, "int64_t x%d_[NNK_LANES];\n", ri);
+            buf_printf(&fcopy, "x%d_[j] = s->x%d[j];\n", ri, ri);
+        }
+        char a1[32], b1[32], ax[32], bx[32];
+        snprintf(a1, sizeof a1, "a%d_[j]", ri);
+        snprintf(b1, sizeof b1, "a%d_[j + w]", ri);
+        snprintf(ax, sizeof ax, "x%d_[j]", ri);
+        snprintf(bx, sizeof bx, "x%d_[j + w]", ri);
+        acc_merge(g, ri, r, a1, b1, ax, bx, &fpair);
+        char fa[32], fx[32];
+        snprintf(fa, sizeof fa, "a%d_[0]", ri);
+        snprintf(fx, sizeof fx, "x%d_[0]", ri);
+        buf_printf(&fdone, "f->r%d = ", ri);
+        acc_final(r, fa, fx, &fdone);
+        buf_puts(&fdone, ";\n");
+    }
+    buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
+    indent_into(&final, fcopy.data, 4);
+    buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) (4 5) (6 7), then (0 2) (4 6), then (0 4) */\n");
+    buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
+    indent_into(&final, fpair.data, 8);
+    buf_puts(&final, "    }\n}\n");
+    buf_puts(&final, fdone.data);
+    buf_free(&fcopy);
+    buf_free(&fpair);
+    buf_free(&fdone);
+
+    /* init and merge prologues: the identities of reduce() */
+    Need ind = need_of(g, iroots, niroots);
+    Buf ipro = {0};
+    {
+        bool uses_p = false;
+        for (int s = 0; s < g->nscalars; s++)
+            uses_p |= ind.scalars[s];
+        if (!uses_p)
+            buf_puts(&ipro, "(void)p;\n");
+        read_scalars(g, "p", ind.scalars, &ipro);
+        Mode m = M_ROW_CONTIG;
+        EmitAccess ac = access_for(g, &m);
+        emit_level(&ac, ind.in, L_CONST, L_UNIFORM, &ipro);
+    }
+
+    /* the row order: element code of this phase's reducer arguments */
+    Need nd = need_of(g, roots, nroots);
+    for (int op = 0; op < k->nloads; op++)
+        red_loads[op] |= nd.loads[op];
+    Buf pro = {0}, cbody = {0}, sbody = {0}, ptrs = {0}, test = {0}, sdecl = {0}, hdecl = {0}, mdecl = {0};
+    prologue(g, &nd, L_ROW, nd.red, &pro);
+    {
+        /* the identities of reduce() start every leaf */
+        Mode m = M_ROW_CONTIG;
+        EmitAccess ac = access_for(g, &m);
+        uint8_t *done = calloc((size_t)k->nnodes + 1, 1);
+        for (int i = 0; i < k->nnodes; i++)
+            done[i] = nd.in[i] && k->nodes[i].level <= L_ROW;
+        uint8_t sc[MAXOPS];
+        for (int s = 0; s < g->nscalars; s++)
+            sc[s] = ind.scalars[s] && !nd.scalars[s];
+        read_scalars(g, "p", sc, &pro);
+        uint8_t *sel = calloc((size_t)k->nnodes + 1, 1);
+        for (int i = 0; i < k->nnodes; i++)
+            sel[i] = ind.in[i] && k->nodes[i].level <= L_UNIFORM;
+        emit_nodes(&ac, sel, done, "", &pro);
+        free(sel);
+        free(done);
+    }
+    need_free(&ind);
+    elem_code(g, &nd, M_ROW_CONTIG, &cbody);
+    buf_puts(&cbody, upd.data ? upd.data : "");
+    elem_code(g, &nd, M_ROW_STRIDED, &sbody);
+    buf_puts(&sbody, upd.data ? upd.data : "");
+    buf_puts(&test, "p->nred > 0");
+    Buf cstore = {0};
+    if (cache.node >= 0) {
+        /* the value the epilogue needs again goes to its output now */
+        int op = cache.op;
+        const char *st = stype(g->op_storage[op]);
+        char v[32];
+        snprintf(v, sizeof v, "t%d", cache.node);
+        Type t = (Type)k->nodes[cache.node].type;
+        buf_printf(&cbody, "c%d[i] = ", op);
+        emit_store(t, g->op_storage[op], v, &cbody);
+        buf_puts(&cbody, "; /* read again by the epilogue */\n");
+        buf_printf(&sbody, "c%d[i * d%d] = ", op, op);
+        emit_store(t, g->op_storage[op], v, &sbody);
+        buf_puts(&sbody, ";\n");
+        buf_printf(&cstore, "c%d[c] = ", op);
+        emit_store(t, g->op_storage[op], v, &cstore);
+        buf_puts(&cstore, "; /* read again by the epilogue */\n");
+        buf_printf(&ptrs, "%s *b%d = (%s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
+        buf_printf(&test, " && p->strides[%d][last] == 1", op);
+        buf_printf(&hdecl, "%s *c%d = b%d;\n", st, op, op);
+        buf_printf(&mdecl, "%s *c%d = b%d + e;\n", st, op, op);
+        buf_printf(&sdecl, "%s *c%d = b%d;\n", st, op, op);
+        buf_printf(&sdecl, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+    }
+    /* segment bases bK; the element loops index cK from the segment's
+     * start (head, tail, strided) or from the first whole group (main) */
+    for (int op = 0; op < k->nloads; op++) {
+        if (!nd.loads[op])
+            continue;
+        const char *st = stype(g->op_storage[op]);
+        buf_printf(&ptrs, "const %s *b%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
+        buf_printf(&test, " && p->strides[%d][last] == 1", op);
+        buf_printf(&hdecl, "const %s *c%d = b%d;\n", st, op, op);
+        buf_printf(&mdecl, "const %s *c%d = b%d + e;\n", st, op, op);
+        buf_printf(&sdecl, "const %s *c%d = b%d;\n", st, op, op);
+        buf_printf(&sdecl, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+    }
+    if (nd.idx) {
+        buf_printf(&ptrs, "const int64_t ib0 = ps->ib + it.off[%d];\n", IDX);
+        buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
+        buf_puts(&hdecl, "const int64_t ib = ib0;\n");
+        buf_puts(&mdecl, "const int64_t ib = ib0 + e * is;\n");
+        buf_puts(&sdecl, "const int64_t ib = ib0;\n");
+    }
+    if (has_arg) {
+        buf_puts(&hdecl, "const int64_t rb = r;\n");
+        buf_puts(&mdecl, "const int64_t rb = r + e;\n");
+        buf_puts(&sdecl, "const int64_t rb = r;\n");
+    }
+
+    /* the column order */
+    uint8_t *bnd = boundary(g, &nd, roots, nroots, L_ROW);
+    for (int i = 0; i < k->nnodes; i++)
+        col_rows[i] |= bnd[i];
+    Buf crows = {0}, cpro = {0}, choist = {0}, cload = {0}, colb = {0}, crow = {0}, cfs_s = {0}, cfs_ab = {0},
+        cfs_cur = {0}, cfs_res = {0};
+    {
+        int32_t br[256];
+        int nb = set_roots(g, bnd, br, 256);
+        if (nb)
+            col_prep(g, br, nb, bnd, &crows);
+        else
+            buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
+    }
+    read_scalars(g, "p", nd.scalars, &cpro);
+    if (nd.n)
+        buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
+    {
+        Mode m = M_COL;
+        EmitAccess ac = access_for(g, &m);
+        emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
+    }
+    col_boundary_loads(g, bnd, &choist, &cload);
+    free(bnd);
+    if (!choist.len)
+        buf_puts(&cpro, "(void)cx;\n");
+    buf_puts(&cpro, choist.data ? choist.data : "");
+    buf_free(&choist);
+    buf_puts(&colb, cload.data ? cload.data : "");
+    buf_free(&cload);
+    elem_code(g, &nd, M_COL, &colb);
+    buf_puts(&colb, cupd.data ? cupd.data : "");
+    buf_puts(&colb, cstore.data ? cstore.data : "");
+    buf_free(&cstore);
+    for (int op = 0; op < k->nloads; op++) {
+        if (!nd.loads[op])
+            continue;
+        const char *st = stype(g->op_storage[op]);
+        buf_printf(&crow, "const %s *c%d = (const %s *)ps->b[%d] + it->off[%d];\n", st, op, st, op, op);
+    }
+    if (cache.node >= 0) {
+        const char *st = stype(g->op_storage[cache.op]);
+        buf_printf(&crow, "%s *c%d = (%s *)ps->b[%d] + it->off[%d];\n", st, cache.op, st, cache.op, cache.op);
+    }
+    if (nd.idx) {
+        buf_printf(&crow, "const int64_t ib = ps->ib + it->off[%d];\n", IDX);
+        buf_printf(&crow, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
+    } else {
+        buf_puts(&crow, "(void)k0;\n");
+    }
+    col_fields(g, ph, "s", "", &cfs_s);
+    col_fields(g, ph, "a", "", &cfs_ab);
+    col_fields(g, ph, "b", "const ", &cfs_ab);
+    col_fields(g, ph, "cur", "", &cfs_cur);
+    col_fields(g, ph, "res", "const ", &cfs_res);
+
+    tset(P, "phase_reducers", bufstr(g->c, &names));
+    tset(P, "state_fields", bufstr(g->c, &fields));
+    tset(P, "init_prologue", bufstr(g->c, &ipro));
+    tset(P, "init_lanes", bufstr(g->c, &initl));
+    tset(P, "merge_prologue", custom ? "" : "(void)p;");
+    tset(P, "merge_lanes", bufstr(g->c, &merge));
+    tset(P, "final_code", bufstr(g->c, &final));
+    tset(P, "leaf_prologue", bufstr(g->c, &pro));
+    tset(P, "lane_decls", bufstr(g->c, &lanes));
+    tset(P, "seg_ptrs", bufstr(g->c, &ptrs));
+    tset(P, "seg_contig_test", bufstr(g->c, &test));
+    tset(P, "head_decls", bufstr(g->c, &hdecl));
+    tset(P, "main_decls", bufstr(g->c, &mdecl));
+    tset(P, "strided_decls", bufstr(g->c, &sdecl));
+    tset(P, "contig_body", bufstr(g->c, &cbody));
+    tset(P, "strided_body", bufstr(g->c, &sbody));
+    tset(P, "carry_lanes", bufstr(g->c, &carry));
+    tset(P, "store_level", bufstr(g->c, &store));
+    tset(P, "reset_lanes", bufstr(g->c, &reset));
+    tset(P, "load_level", bufstr(g->c, &load));
+    tset(P, "merge_into_s", bufstr(g->c, &into));
+    tset(P, "cbytes_expr", bufstr(g->c, &cbytes));
+    tset(P, "cfields_s", bufstr(g->c, &cfs_s));
+    tset(P, "cfields_ab", bufstr(g->c, &cfs_ab));
+    tset(P, "cfields_cur", bufstr(g->c, &cfs_cur));
+    tset(P, "cfields_res", bufstr(g->c, &cfs_res));
+    tset(P, "cinit_cols", bufstr(g->c, &cinit));
+    tset(P, "cmerge_cols", bufstr(g->c, &cmerge));
+    tset(P, "crows_code", bufstr(g->c, &crows));
+    tset(P, "cleaf_prologue", bufstr(g->c, &cpro));
+    tset(P, "crow_ptrs", bufstr(g->c, &crow));
+    tset(P, "col_body", bufstr(g->c, &colb));
+    tset(P, "cleaf_params", bufstr(g->c, &cparams));
+    tset(P, "cleaf_args", bufstr(g->c, &cargs));
+    tset(P, "cfinal_load", bufstr(g->c, &cfl));
+    tset(P, "cfinal_store", bufstr(g->c, &cfs));
+    tset(P, "res_to_lane0", bufstr(g->c, &r2l));
+    need_free(&nd);
+    buf_free(&upd);
+    buf_free(&cupd);
 }
 
 static void reduction(const Gen *g, TDict *d)
@@ -734,22 +1278,13 @@ static void reduction(const Gen *g, TDict *d)
     tsetf(d, "nphases", "%d", k->nphases);
     combine_functions(g, d);
 
-    /* finals: one field per reducer; per position, and per column tile */
-    Buf fin = {0}, cfin = {0}, f2c = {0};
-    for (int ri = 0; ri < k->nreds; ri++) {
-        const char *R = ctype(type_compute(k->reds[ri].res_type));
-        buf_printf(&fin, "%s r%d;\n", R, ri);
-        buf_printf(&cfin, "%s r%d[NNK_COLT];\n", R, ri);
-        buf_printf(&f2c, "fc.r%d[0] = f->r%d;\n", ri, ri);
-    }
-    if (!k->nreds) {
+    /* finals: one field per reducer */
+    Buf fin = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
+    if (!k->nreds)
         buf_puts(&fin, "char unused_;\n");
-        buf_puts(&cfin, "char unused_;\n");
-        buf_puts(&f2c, "(void)fc;\n(void)f;\n");
-    }
     tset(d, "fin_fields", bufstr(g->c, &fin));
-    tset(d, "cfin_fields", bufstr(g->c, &cfin));
-    tset(d, "fin_to_cfin", bufstr(g->c, &f2c));
     for (int op = 0; op < g->nops; op++) {
         TDict *o = tpush(d, "operands");
         tsetf(o, "k", "%d", op);
@@ -757,272 +1292,22 @@ static void reduction(const Gen *g, TDict *d)
     }
     tlist(d, "operands");
 
-    /* operands the reducers load (for the column test) */
+    const Cache cache = find_cache(g);
     uint8_t red_loads[MAXOPS] = {0};
+    uint8_t *col_rows = calloc((size_t)k->nnodes + 1, 1);
     bool has_arg = false;
+    int max_lane_bytes = 0;
     Buf sizes = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        has_arg |= is_arg(&k->reds[ri]);
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
         tsetf(P, "phase", "%d", ph);
-        int32_t roots[256];
-        int nroots = 0;
-        Buf names = {0}, fields = {0}, cfields = {0}, initl = {0}, cinit = {0}, merge = {0}, cmerge = {0},
-            lload = {0}, lstore = {0}, upd = {0}, cupd = {0}, final = {0}, cleafp = {0}, cleafa = {0},
-            cfl = {0}, cfs = {0}, cs2l = {0};
-        bool custom = false, mean = false, has_arg_phase = false;
-        Need ident_need = {0};
-        int32_t ident_roots[256];
-        int nident = 0;
-        for (int ri = 0; ri < k->nreds; ri++) {
-            const IrReducer *r = &k->reds[ri];
-            if (r->phase != ph)
-                continue;
-            has_arg |= is_arg(r);
-            has_arg_phase |= is_arg(r);
-            custom |= r->kind == R_CUSTOM;
-            mean |= r->kind == R_MEAN;
-            if (nroots < 256)
-                roots[nroots++] = r->arg;
-            if (r->kind == R_CUSTOM && nident < 256)
-                ident_roots[nident++] = r->ident;
-            buf_printf(&names, "%s#%d %s", names.len ? ", " : "", ri, reducer_info[r->kind].name);
-            const char *A = ctype(r->acc_type);
-            const char *id = acc_ident(g, r);
-            buf_printf(&fields, "%s a%d[NNK_LANES];\n", A, ri);
-            buf_printf(&cfields, "%s a%d[NNK_COLT];\n", A, ri);
-            buf_printf(&initl, "s->a%d[j] = %s;\n", ri, id);
-            buf_printf(&cinit, "s->a%d[c] = %s;\n", ri, id);
-            buf_printf(&lload, "%s a%d_[NNK_LANES];\n", A, ri);
-            buf_printf(&cleafp, ", %s *NNK_RESTRICT a%d", A, ri);
-            buf_printf(&cleafa, ", s->a%d", ri);
-            buf_printf(&cfl, "one.a%d[0] = s->a%d[c];\n", ri, ri);
-            buf_printf(&cfs, "fc->r%d[c] = f.r%d;\n", ri, ri);
-            buf_printf(&cs2l, "s->a%d[0] = cs.a%d[0];\n", ri, ri);
-            if (is_arg(r)) {
-                buf_printf(&fields, "int64_t x%d[NNK_LANES];\n", ri);
-                buf_printf(&cfields, "int64_t x%d[NNK_COLT];\n", ri);
-                buf_printf(&initl, "s->x%d[j] = -1;\n", ri);
-                buf_printf(&cinit, "s->x%d[c] = -1;\n", ri);
-                buf_printf(&lload, "int64_t x%d_[NNK_LANES];\n", ri);
-                buf_printf(&cleafp, ", int64_t *NNK_RESTRICT x%d", ri);
-                buf_printf(&cleafa, ", s->x%d", ri);
-                buf_printf(&cfl, "one.x%d[0] = s->x%d[c];\n", ri, ri);
-                buf_printf(&cs2l, "s->x%d[0] = cs.x%d[0];\n", ri, ri);
-            }
-            /* merges: lane by lane, column by column */
-            char a1[48], b1[48], ax[48], bx[48];
-            snprintf(a1, sizeof a1, "a->a%d[j]", ri);
-            snprintf(b1, sizeof b1, "b->a%d[j]", ri);
-            snprintf(ax, sizeof ax, "a->x%d[j]", ri);
-            snprintf(bx, sizeof bx, "b->x%d[j]", ri);
-            acc_merge(g, ri, r, a1, b1, ax, bx, &merge);
-            snprintf(a1, sizeof a1, "a->a%d[c]", ri);
-            snprintf(b1, sizeof b1, "b->a%d[c]", ri);
-            snprintf(ax, sizeof ax, "a->x%d[c]", ri);
-            snprintf(bx, sizeof bx, "b->x%d[c]", ri);
-            acc_merge(g, ri, r, a1, b1, ax, bx, &cmerge);
-            /* element updates */
-            Mode mr = M_ROW_CONTIG, mcol = M_COL;
-            EmitAccess ar = access_for(g, &mr), acol = access_for(g, &mcol);
-            Buf v = {0}, vc = {0}, vcol = {0}, vccol = {0}, al = {0}, xl = {0};
-            emit_ref(&ar, r->arg, &v);
-            emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
-            emit_ref(&acol, r->arg, &vcol);
-            emit_convert((Type)k->nodes[r->arg].type, r->acc_type, vcol.data, &vccol);
-            buf_printf(&al, "a%d_[j]", ri);
-            buf_printf(&xl, "x%d_[j]", ri);
-            acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
-            al.len = xl.len = 0;
-            buf_printf(&al, "a%d[c]", ri);
-            buf_printf(&xl, "x%d[c]", ri);
-            acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
-            Buf *tmp[] = {&v, &vc, &vcol, &vccol, &al, &xl};
-            for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
-                buf_free(tmp[i]);
-        }
-        /* lanes: loaded from and stored back to the state in the leaf */
-        buf_puts(&lload, "for (int j = 0; j < NNK_LANES; j++) {\n");
-        buf_puts(&lstore, "for (int j = 0; j < NNK_LANES; j++) {\n");
-        for (int ri = 0; ri < k->nreds; ri++) {
-            if (k->reds[ri].phase != ph)
-                continue;
-            buf_printf(&lload, "    a%d_[j] = s->a%d[j];\n", ri, ri);
-            buf_printf(&lstore, "    s->a%d[j] = a%d_[j];\n", ri, ri);
-            if (is_arg(&k->reds[ri])) {
-                buf_printf(&lload, "    x%d_[j] = s->x%d[j];\n", ri, ri);
-                buf_printf(&lstore, "    s->x%d[j] = x%d_[j];\n", ri, ri);
-            }
-        }
-        buf_puts(&lload, "}\n");
-        buf_puts(&lstore, "}\n");
-        /* final: copy the lanes, combine them pairwise, finish */
-        if (mean)
-            buf_puts(&final, "const int64_t n_red = p->nreduced;\n");
-        else if (!custom)
-            buf_puts(&final, "(void)p;\n");
-        for (int ri = 0; ri < k->nreds; ri++) {
-            const IrReducer *r = &k->reds[ri];
-            if (r->phase != ph)
-                continue;
-            buf_printf(&final, "%s a%d_[NNK_LANES];\n", ctype(r->acc_type), ri);
-            if (is_arg(r))
-                buf_printf(&final, "int64_t x%d_[NNK_LANES];\n", ri);
-        }
-        buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
-        for (int ri = 0; ri < k->nreds; ri++) {
-            if (k->reds[ri].phase != ph)
-                continue;
-            buf_printf(&final, "    a%d_[j] = s->a%d[j];\n", ri, ri);
-            if (is_arg(&k->reds[ri]))
-                buf_printf(&final, "    x%d_[j] = s->x%d[j];\n", ri, ri);
-        }
-        buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) (4 5) (6 7), then (0 2) (4 6), then (0 4) */\n");
-        buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n");
-        buf_puts(&final, "    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
-        for (int ri = 0; ri < k->nreds; ri++) {
-            const IrReducer *r = &k->reds[ri];
-            if (r->phase != ph)
-                continue;
-            char a1[32], b1[32], ax[32], bx[32];
-            snprintf(a1, sizeof a1, "a%d_[j]", ri);
-            snprintf(b1, sizeof b1, "a%d_[j + w]", ri);
-            snprintf(ax, sizeof ax, "x%d_[j]", ri);
-            snprintf(bx, sizeof bx, "x%d_[j + w]", ri);
-            Buf m = {0};
-            acc_merge(g, ri, r, a1, b1, ax, bx, &m);
-            buf_printf(&final, "        %s", m.data);
-            buf_free(&m);
-        }
-        buf_puts(&final, "    }\n}\n");
-        for (int ri = 0; ri < k->nreds; ri++) {
-            const IrReducer *r = &k->reds[ri];
-            if (r->phase != ph)
-                continue;
-            char fa[32], fx[32];
-            snprintf(fa, sizeof fa, "a%d_[0]", ri);
-            snprintf(fx, sizeof fx, "x%d_[0]", ri);
-            buf_printf(&final, "f->r%d = ", ri);
-            acc_final(r, fa, fx, &final);
-            buf_puts(&final, ";\n");
-        }
+        int lb = 0;
+        reduction_phase(g, P, ph, ph == k->nphases ? cache : (Cache){-1, -1}, red_loads, col_rows, &lb);
+        if (lb > max_lane_bytes)
+            max_lane_bytes = lb;
         buf_printf(&sizes, "%s(int32_t)sizeof(%s__s%d)", ph > 1 ? ", " : "", g->in->name, ph);
-
-        /* init and merge prologues: the identities of reduce() */
-        Buf ipro = {0};
-        ident_need = need_of(g, ident_roots, nident);
-        read_scalars(g, "p", ident_need.scalars, &ipro);
-        {
-            bool uses_p = false;
-            for (int s = 0; s < g->nscalars; s++)
-                uses_p |= ident_need.scalars[s];
-            if (!uses_p)
-                buf_puts(&ipro, "(void)p;\n");
-            Mode m = M_ROW_CONTIG;
-            EmitAccess ac = access_for(g, &m);
-            emit_level(&ac, ident_need.in, L_CONST, L_UNIFORM, &ipro);
-        }
-        need_free(&ident_need);
-        tset(P, "init_prologue", bufstr(g->c, &ipro));
-        tset(P, "merge_prologue", custom ? "" : "(void)p;");
-
-        /* the leaf: element code of this phase's reducer arguments */
-        Need nd = need_of(g, roots, nroots);
-        for (int op = 0; op < g->k->nloads; op++)
-            red_loads[op] |= nd.loads[op];
-        Buf pro = {0}, cbody = {0}, sbody = {0}, ptrs = {0}, test = {0}, strides = {0}, hdecl = {0}, mdecl = {0};
-        prologue(g, &nd, L_ROW, nd.red, &pro);
-        elem_code(g, &nd, M_ROW_CONTIG, &cbody);
-        buf_puts(&cbody, upd.data ? upd.data : "");
-        elem_code(g, &nd, M_ROW_STRIDED, &sbody);
-        buf_puts(&sbody, upd.data ? upd.data : "");
-        buf_printf(&test, "p->nred > 0");
-        /* segment bases bK; the element loops index cK from the segment's
-         * start (head, tail, strided) or from the first whole group (main) */
-        for (int op = 0; op < g->k->nloads; op++) {
-            if (!nd.loads[op])
-                continue;
-            const char *st = stype(g->op_storage[op]);
-            buf_printf(&ptrs, "const %s *b%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
-            buf_printf(&test, " && p->strides[%d][last] == 1", op);
-            buf_printf(&hdecl, "const %s *c%d = b%d;\n", st, op, op);
-            buf_printf(&mdecl, "const %s *c%d = b%d + e;\n", st, op, op);
-            buf_printf(&strides, "const %s *c%d = b%d;\n", st, op, op);
-            buf_printf(&strides, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
-        }
-        if (nd.idx) {
-            buf_printf(&ptrs, "const int64_t ib0 = ps->ib + it.off[%d];\n", IDX);
-            buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
-            buf_puts(&hdecl, "const int64_t ib = ib0;\n");
-            buf_puts(&mdecl, "const int64_t ib = ib0 + e * is;\n");
-            buf_puts(&strides, "const int64_t ib = ib0;\n");
-        }
-        if (has_arg_phase) {
-            buf_puts(&hdecl, "const int64_t rb = r;\n");
-            buf_puts(&mdecl, "const int64_t rb = r + e;\n");
-            buf_puts(&strides, "const int64_t rb = r;\n");
-        }
-        tset(P, "head_decls", bufstr(g->c, &hdecl));
-        tset(P, "main_decls", bufstr(g->c, &mdecl));
-        tset(P, "phase_reducers", bufstr(g->c, &names));
-        tset(P, "state_fields", bufstr(g->c, &fields));
-        tset(P, "cstate_fields", bufstr(g->c, &cfields));
-        tset(P, "init_lanes", bufstr(g->c, &initl));
-        tset(P, "cinit_cols", bufstr(g->c, &cinit));
-        tset(P, "merge_lanes", bufstr(g->c, &merge));
-        tset(P, "cmerge_cols", bufstr(g->c, &cmerge));
-        tset(P, "final_code", bufstr(g->c, &final));
-        tset(P, "leaf_prologue", bufstr(g->c, &pro));
-        tset(P, "lane_load", bufstr(g->c, &lload));
-        tset(P, "lane_store", bufstr(g->c, &lstore));
-        tset(P, "seg_ptrs", bufstr(g->c, &ptrs));
-        tset(P, "seg_contig_test", bufstr(g->c, &test));
-        tset(P, "strided_decls", bufstr(g->c, &strides));
-        tset(P, "contig_body", bufstr(g->c, &cbody));
-        tset(P, "strided_body", bufstr(g->c, &sbody));
-
-        /* the column leaf */
-        Buf cpro = {0}, cdecl = {0}, cload = {0}, colb = {0}, crow = {0};
-        read_scalars(g, "p", nd.scalars, &cpro);
-        if (nd.n)
-            buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
-        {
-            Mode m = M_COL;
-            EmitAccess ac = access_for(g, &m);
-            emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
-        }
-        uint8_t *bnd = boundary(g, &nd, roots, nroots, L_ROW);
-        col_row_values(g, &nd, bnd, &cdecl, &cload);
-        free(bnd);
-        if (!nd.red)
-            buf_puts(&cpro, "(void)fc;\n");
-        buf_puts(&cpro, cdecl.data ? cdecl.data : "");
-        buf_free(&cdecl);
-        buf_puts(&colb, cload.data ? cload.data : "");
-        buf_free(&cload);
-        elem_code(g, &nd, M_COL, &colb);
-        buf_puts(&colb, cupd.data ? cupd.data : "");
-        for (int op = 0; op < g->k->nloads; op++) {
-            if (!nd.loads[op])
-                continue;
-            const char *st = stype(g->op_storage[op]);
-            buf_printf(&crow, "const %s *c%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
-        }
-        if (nd.idx) {
-            buf_printf(&crow, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
-            buf_printf(&crow, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
-        }
-        tset(P, "cleaf_prologue", bufstr(g->c, &cpro));
-        tset(P, "crow_ptrs", bufstr(g->c, &crow));
-        tset(P, "col_body", bufstr(g->c, &colb));
-        tset(P, "cleaf_params", bufstr(g->c, &cleafp));
-        tset(P, "cleaf_args", bufstr(g->c, &cleafa));
-        tset(P, "cfinal_load", bufstr(g->c, &cfl));
-        tset(P, "cfinal_store", bufstr(g->c, &cfs));
-        tset(P, "cs_to_lane0", bufstr(g->c, &cs2l));
-        need_free(&nd);
-        Buf *all[] = {&upd, &cupd};
-        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-            buf_free(all[i]);
     }
     tlist(d, "phases");
     tset(d, "state_sizes", sizes.data ? sizes.data : "0");
@@ -1041,9 +1326,8 @@ static void reduction(const Gen *g, TDict *d)
             troots[nt++] = k->outs[i].node;
         has_tensor |= k->outs[i].tensor;
     }
-    Need nd = need_of(g, roots, nr);
-    Need tnd = need_of(g, troots, nt);
-    /* row order: prologue, scalar stores, a vectorizable row function */
+    Need nd = need_stop(g, roots, nr, cache.node);
+    Need tnd = need_stop(g, troots, nt, cache.node);
     Buf pro = {0}, sstores = {0}, ptrs = {0}, test = {0}, strides = {0}, sbody = {0};
     prologue(g, &nd, L_ROW, nd.red, &pro);
     {
@@ -1062,7 +1346,7 @@ static void reduction(const Gen *g, TDict *d)
             buf_free(&v);
         }
     }
-    /* the contiguous row function: values of the outer levels as parameters */
+    /* the contiguous row functions: values of the outer levels as parameters */
     uint8_t *bu = boundary(g, &tnd, troots, nt, L_UNIFORM), *br = boundary(g, &tnd, troots, nt, L_ROW);
     Buf erow = {0}, eparams = {0}, eargs = {0}, cbody = {0};
     Buf ceparams = {0}, ceargs = {0}, ceptrs = {0}, cebody = {0};
@@ -1083,7 +1367,7 @@ static void reduction(const Gen *g, TDict *d)
             buf_printf(&ceargs, ", t%d", i);
         } else {
             buf_printf(&ceparams, ", const %s *NNK_RESTRICT t%d_", T, i);
-            buf_printf(&ceargs, ", t%d_", i);
+            buf_printf(&ceargs, ", cx->t%d", i);
         }
     }
     for (int op = 0; op < g->nops; op++) {
@@ -1107,31 +1391,18 @@ static void reduction(const Gen *g, TDict *d)
         buf_printf(&ceptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
         buf_printf(&ceptrs, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
     }
-    elem_code(g, &tnd, M_ROW_CONTIG, &cbody);
+    elem_code_c(g, &tnd, M_ROW_CONTIG, cache, &cbody);
     tensor_stores(g, M_ROW_CONTIG, &cbody);
-    elem_code(g, &tnd, M_ROW_STRIDED, &sbody);
+    elem_code_c(g, &tnd, M_ROW_STRIDED, cache, &sbody);
     tensor_stores(g, M_ROW_STRIDED, &sbody);
-    /* row function text */
     if (has_tensor) {
         buf_printf(&erow, "\n/* n contiguous elements of the tensor outputs (row order epilogue). */\n");
         buf_printf(&erow, "static void %s__epirow(int64_t n%s)\n{\n", g->in->name, eparams.data ? eparams.data : "");
-        buf_puts(&erow, "    int64_t b = 0;\n");
-        buf_puts(&erow, "    for (; b + NNK_BLOCK <= n; b += NNK_BLOCK) {\n");
-        buf_puts(&erow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n");
-        buf_puts(&erow, "            const int64_t i = b + jb;\n");
-        for (char *line = cbody.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&erow, "            %.*s\n", (int)(nl - line), line);
-            if (!nl)
-                break;
-        }
+        buf_puts(&erow, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= n; b += NNK_BLOCK) {\n");
+        buf_puts(&erow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t i = b + jb;\n");
+        indent_into(&erow, cbody.data, 12);
         buf_puts(&erow, "        }\n    }\n    for (int64_t i = b; i < n; i++) {\n");
-        for (char *line = cbody.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&erow, "        %.*s\n", (int)(nl - line), line);
-            if (!nl)
-                break;
-        }
+        indent_into(&erow, cbody.data, 8);
         buf_puts(&erow, "    }\n}\n");
     }
     tset(d, "epi_prologue", bufstr(g->c, &pro));
@@ -1143,26 +1414,34 @@ static void reduction(const Gen *g, TDict *d)
     tset(d, "epi_strides", bufstr(g->c, &strides));
     tset(d, "epi_contig_args", bufstr(g->c, &eargs));
     tset(d, "epi_strided_body", bufstr(g->c, &sbody));
+    tset(d, "epirow_fn", bufstr(g->c, &erow));
 
-    /* column order epilogue */
-    Buf cepro = {0}, cdecl = {0}, cload = {0}, cstores = {0}, cerow = {0};
-    read_scalars(g, "p", nd.scalars, &cepro);
-    if (nd.n)
-        buf_puts(&cepro, "const int64_t n_red = p->nreduced;\n");
-    if (!nd.red)
-        buf_puts(&cepro, "(void)fc;\n");
+    /* column order epilogue: the row values of the outputs into cx */
+    uint8_t *ball = boundary(g, &nd, roots, nr, L_ROW);
+    /* (reduced-shape outputs of row level are read back from cx too) */
+    for (int i = 0; i < k->nouts; i++)
+        if (!k->outs[i].tensor && k->nodes[k->outs[i].node].level == L_ROW && k->nodes[k->outs[i].node].op != IR_CONST)
+            ball[k->outs[i].node] = 1;
+    for (int i = 0; i < k->nnodes; i++)
+        col_rows[i] |= ball[i];
+    Buf cepro = {0}, cstores = {0}, cerow = {0};
     {
+        /* what cepi computes before the rows: the row values (into cx), the
+         * uniform values cepirow takes, the reduced-shape outputs' values */
+        uint8_t *set = calloc((size_t)k->nnodes + 1, 1);
+        for (int i = 0; i < k->nnodes; i++)
+            set[i] = ball[i] || bu[i];
+        for (int i = 0; i < k->nouts; i++)
+            if (!k->outs[i].tensor && k->nodes[k->outs[i].node].op != IR_CONST)
+                set[k->outs[i].node] = 1;
+        int32_t *sr = calloc((size_t)k->nnodes + 1, sizeof(int32_t));
+        int ns = set_roots(g, set, sr, k->nnodes + 1);
+        if (ns)
+            col_prep(g, sr, ns, ball, &cepro);
+        free(sr);
+        free(set);
         Mode m = M_COL;
         EmitAccess ac = access_for(g, &m);
-        emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cepro);
-        /* arrays of the row values: those the tensor outputs use, and the
-         * reduced-shape outputs' values */
-        uint8_t *ball = boundary(g, &nd, roots, nr, L_ROW);
-        col_row_values(g, &nd, ball, &cdecl, &cload);
-        free(ball);
-        buf_puts(&cepro, cdecl.data ? cdecl.data : "");
-        buf_free(&cdecl);
-        buf_free(&cload);
         for (int i = 0; i < k->nouts; i++) {
             const IrOutput *o = &k->outs[i];
             if (o->tensor)
@@ -1171,41 +1450,32 @@ static void reduction(const Gen *g, TDict *d)
             const IrNode *n = &k->nodes[o->node];
             Buf v = {0};
             if (n->level == L_ROW && n->op != IR_CONST)
-                buf_printf(&v, "t%d_[c]", o->node);
+                buf_printf(&v, "cx->t%d[c]", o->node);
             else
                 emit_ref(&ac, o->node, &v);
-            buf_printf(&cstores, "((%s *)ps->b[%d])[c * p->strides[%d][p->ndim - p->nred - 1]] = ", stype(o->storage), op, op);
+            buf_printf(&cstores, "((%s *)ps->b[%d])[c * p->strides[%d][p->ndim - p->nred - 1]] = ", stype(o->storage),
+                       op, op);
             emit_store(o->type, o->storage, v.data, &cstores);
             buf_puts(&cstores, ";\n");
             buf_free(&v);
         }
     }
-    /* the column row function */
+    free(ball);
+    if (!cepro.len)
+        buf_puts(&cepro, "(void)cx;\n");
     for (int i = 0; i < k->nnodes; i++)
         if (br[i])
             buf_printf(&cebody, "const %s t%d = t%d_[c];\n", ctype((Type)k->nodes[i].type), i, i);
-    elem_code(g, &tnd, M_COL, &cebody);
+    elem_code_c(g, &tnd, M_COL, cache, &cebody);
     tensor_stores(g, M_COL, &cebody);
     if (has_tensor) {
         buf_printf(&cerow, "\n/* T positions of one row of the tensor outputs (column order epilogue). */\n");
         buf_printf(&cerow, "static void %s__cepirow(int64_t T%s)\n{\n", g->in->name, ceparams.data ? ceparams.data : "");
-        buf_puts(&cerow, "    int64_t b = 0;\n");
-        buf_puts(&cerow, "    for (; b + NNK_BLOCK <= T; b += NNK_BLOCK) {\n");
-        buf_puts(&cerow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n");
-        buf_puts(&cerow, "            const int64_t c = b + jb;\n");
-        for (char *line = cebody.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&cerow, "            %.*s\n", (int)(nl - line), line);
-            if (!nl)
-                break;
-        }
+        buf_puts(&cerow, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= T; b += NNK_BLOCK) {\n");
+        buf_puts(&cerow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t c = b + jb;\n");
+        indent_into(&cerow, cebody.data, 12);
         buf_puts(&cerow, "        }\n    }\n    for (int64_t c = b; c < T; c++) {\n");
-        for (char *line = cebody.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&cerow, "        %.*s\n", (int)(nl - line), line);
-            if (!nl)
-                break;
-        }
+        indent_into(&cerow, cebody.data, 8);
         buf_puts(&cerow, "    }\n}\n");
     }
     buf_free(&cebody);
@@ -1214,13 +1484,45 @@ static void reduction(const Gen *g, TDict *d)
     tset(d, "cscalar_stores", bufstr(g->c, &cstores));
     tset(d, "cepi_ptrs", bufstr(g->c, &ceptrs));
     tset(d, "cepi_args", bufstr(g->c, &ceargs));
+    tset(d, "cepirow_fn", bufstr(g->c, &cerow));
     buf_free(&eparams);
     buf_free(&ceparams);
-    /* the row functions of the epilogues */
-    tset(d, "epirow_fn", bufstr(g->c, &erow));
-    tset(d, "cepirow_fn", bufstr(g->c, &cerow));
     free(bu);
     free(br);
+
+    /* the column order's scratch: finals and row values per position */
+    Buf cxf = {0}, cxb = {0}, cxa = {0}, f2c = {0};
+    int nfix = 0;
+    buf_puts(&cxb, "0");
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const char *R = ctype(type_compute(k->reds[ri].res_type));
+        buf_printf(&cxf, "%s *r%d;\n", R, ri);
+        buf_printf(&cxb, " + NNK_A8(T * (int64_t)sizeof(%s))", R);
+        buf_printf(&cxa, "cx->r%d = (%s *)mem;\nmem += NNK_A8(T * (int64_t)sizeof(%s));\n", ri, R, R);
+        buf_printf(&f2c, "cx.r%d[0] = f->r%d;\n", ri, ri);
+        nfix++;
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        if (!col_rows[i])
+            continue;
+        const char *T = ctype((Type)k->nodes[i].type);
+        buf_printf(&cxf, "%s *t%d;\n", T, i);
+        buf_printf(&cxb, " + NNK_A8(T * (int64_t)sizeof(%s))", T);
+        buf_printf(&cxa, "cx->t%d = (%s *)mem;\nmem += NNK_A8(T * (int64_t)sizeof(%s));\n", i, T, T);
+        nfix++;
+    }
+    if (!k->nreds)
+        buf_puts(&f2c, "(void)f;\n");
+    free(col_rows);
+    tset(d, "cx_fields", bufstr(g->c, &cxf));
+    tset(d, "cx_bytes", bufstr(g->c, &cxb));
+    tset(d, "cx_assign", bufstr(g->c, &cxa));
+    tset(d, "fin_to_cx", bufstr(g->c, &f2c));
+    /* stack scratch: NNK_COLT_MIN positions, or one (red_partial), with
+     * every level (each array at most 8 bytes an element) */
+    int lane_bytes = max_lane_bytes > 0 ? max_lane_bytes : 8;
+    tsetf(d, "cx_small", "NNK_COLT_MIN * %d + (NNK_LEVELS + 1) * NNK_COLT_MIN * %d", 8 * (nfix + 1), lane_bytes);
+    tsetf(d, "cx_one", "%d + (NNK_LEVELS + 1) * %d", 8 * (nfix + 1), lane_bytes);
 
     /* ---- the column test: the innermost kept dimension contiguous for
      * every operand used, the innermost reduced one not (for some input) */
@@ -1228,10 +1530,10 @@ static void reduction(const Gen *g, TDict *d)
     Buf ct = {0}, rowc = {0};
     for (int op = 0; op < g->nops; op++) {
         bool tout = is_output(g, op) && !g->op_reduced[op];
-        bool loaded = op < g->k->nloads && (red_loads[op] || nd.loads[op]);
+        bool loaded = op < k->nloads && (red_loads[op] || nd.loads[op]);
         if (loaded || tout)
             buf_printf(&ct, "%sp->strides[%d][k0 - 1] == 1", ct.len ? " && " : "", op);
-        if (op < g->k->nloads && red_loads[op]) {
+        if (op < k->nloads && red_loads[op]) {
             has_col = true;
             buf_printf(&rowc, "%sp->strides[%d][last] == 1", rowc.len ? " && " : "", op);
         }

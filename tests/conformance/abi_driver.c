@@ -2,7 +2,7 @@
  * it splits the reduced range over threads (nnk/abi.h: red_partial on
  * chunks, red_merge, red_final, red_epilogue) and checks that the outputs
  * are bit for bit those of run().  The chunks are aligned blocks of a
- * power-of-two multiple of NNK_LEAF and NNK_CLEAF elements, and their states
+ * power-of-two multiple of NNK_LEAF (elements) and NNK_CLEAF (rows), and their states
  * are merged in the pairwise tree's order (a run of m chunks splits after
  * the largest power of two below m), as docs/c-backend.md asks of callers.
  *
@@ -160,7 +160,7 @@ int main(void)
         {3, {2, 7000, 3}, 1, {1}, 0},    /* [outer, len, inner]: column order, 3 positions */
         {2, {5, 0}, 1, {1}, 0},          /* empty slices */
     };
-    const int64_t chunks[] = {128, 512, 32768};
+    const int64_t chunks[] = {256, 1024, 32768};
     int bad = 0;
     for (size_t k = 0; k < sizeof ks / sizeof *ks; k++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)

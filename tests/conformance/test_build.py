@@ -129,12 +129,12 @@ def test_vectorized_loops():
         v = _vectorized(cfile, flags)
         what = " ".join(flags)
         C.check("saxpy__contig" in v, "%s: the loop of saxpy__contig is vectorized (got %s)" % (what, sorted(k for k in v if k)))
-        leaf = v.get("vsum__leaf1", set())
+        leaf = v.get("vsum__acc1", set())
         lane_loops = [n for n in leaf if "g < ng" in text[n - 1] or "j < NNK_LANES" in text[n - 1]]
-        C.check(lane_loops, "%s: the lane-group loop of vsum__leaf1 is vectorized (vectorized lines in it: %s)" % (what, sorted(leaf)))
+        C.check(lane_loops, "%s: the lane-group loop of vsum__acc1 is vectorized (vectorized lines in it: %s)" % (what, sorted(leaf)))
         # (gelu's tanhf is a libm call: without -ffast-math and libmvec it stays scalar)
-        for f in ("vsum__cleaf1", "vcenter__epirow", "vcenter__cepirow", "relu_bias__contig", "vsum_i32__leaf1",
-                  "vmax__leaf1"):
+        for f in ("vsum__cleaf1", "vcenter__epirow", "vcenter__cepirow", "relu_bias__contig", "vsum_i32__acc1",
+                  "vmax__acc1"):
             C.check(f in v, "%s: a loop of %s is vectorized" % (what, f))
 
 
