@@ -1,0 +1,372 @@
+/* test_cuda.c - the cuda and cudnn extensions on a machine without a GPU,
+ * their JIT without a device, and libnnkc's plain-reduction query.
+ *
+ *  - the extensions load from the build tree, are listed, report 0
+ *    devices with a reason (nnk_extension_status), refuse contexts with
+ *    that reason, and refuse NAME_cuda launches;
+ *  - the toolkit's stub libcuda (NNK_CUDA_DRIVER) is recognised, not used;
+ *  - cu_jit: NVRTC to a cubin for sm_75, PTX for a GPU newer than NVRTC,
+ *    a clear error for one older, the built-in fp16/bf16 headers, the disk
+ *    cache (hit, corrupt entry), compile errors with the source line and a
+ *    kept copy of the source;
+ *  - nnkc_module_reduce_op on kernels that are and are not plain reductions.
+ *
+ * Environment: top_builddir (the extensions are in $top_builddir/.libs),
+ * CUDA_HOME (for the stub library).  Exit 77 when NVRTC cannot be loaded
+ * and no toolkit is configured. */
+#include "cuda_core.h"
+#include "internal.h"
+#include "nnkc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                                 \
+    do {                                                                                                 \
+        checks++;                                                                                        \
+        if (!(cond)) {                                                                                   \
+            failures++;                                                                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+            printf(__VA_ARGS__);                                                                         \
+            printf("\n");                                                                                \
+        }                                                                                                \
+    } while (0)
+
+static const char *cuda_home(void)
+{
+    const char *h = getenv("CUDA_HOME");
+    return h && *h ? h : "/usr/local/cuda";
+}
+
+/* ---- libnnkc: plain reductions ---------------------------------------------------- */
+
+static void test_reduce_op(void)
+{
+    static const char src[] =
+        "reduction rsum<T: float>(x: T[]) -> (r: T) { r = sum(x); }\n"
+        "reduction rprod<T: float>(x: T[]) -> (r: T) { r = prod(x); }\n"
+        "reduction rmax<T: float>(x: T[]) -> (r: T) { r = max(x); }\n"
+        "reduction rmin<T: float>(x: T[]) -> (r: T) { r = min(x); }\n"
+        "reduction rmean<T: float>(x: T[]) -> (r: T) { r = mean(x); }\n"
+        "reduction ramax<T: float>(x: T[]) -> (r: T) { r = max(abs(x)); }\n"
+        "reduction rn1<T: float>(x: T[]) -> (r: T) { r = sum(abs(x)); }\n"
+        "reduction rn2<T: float>(x: T[]) -> (r: T) { r = sqrt(sum(x * x)); }\n"
+        "reduction rplus1<T: float>(x: T[]) -> (r: T) { r = sum(x) + 1; }\n"
+        "reduction rwide(x: f32[]) -> (r: f64) { r = sum(x); }\n"
+        "reduction rtwo(x: f32[], y: f32[]) -> (r: f32) { r = sum(x * y); }\n"
+        "reduction rscaled(x: f32[], a: f32) -> (r: f32) { r = sum(a * x); }\n"
+        "reduction rsoft(x: f32[]) -> (y: f32[]) { y = x / sum(x); }\n"
+        "reduction rargmax(x: f32[]) -> (i: i64) { i = argmax(x); }\n"
+        "reduction rint(x: i32[]) -> (r: i32) { r = sum(x); }\n"
+        "reduction rtwoout(x: f32[]) -> (a: f32, b: f32) { a = sum(x); b = max(x); }\n"
+        "elementwise ew(x: f32[]) -> (y: f32[]) { y = x; }\n";
+    NnkcModuleOptions o = {NULL, 2};
+    NnkcModule *m = nnkc_module_new("reduce_op.nnk", src, strlen(src), &o);
+    CHECK(nnkc_module_ok(m), "the module compiles: %s", nnkc_module_diagnostics(m));
+    static const struct {
+        const char *kernel;
+        Type t;
+        NnkcReduceOp op;
+    } cases[] = {
+        {"rsum", T_F32, NNKC_REDUCE_SUM},     {"rsum", T_F16, NNKC_REDUCE_SUM},     {"rsum", T_F64, NNKC_REDUCE_SUM},
+        {"rsum", T_BF16, NNKC_REDUCE_NONE},   {"rprod", T_F32, NNKC_REDUCE_PROD},   {"rmax", T_F16, NNKC_REDUCE_MAX},
+        {"rmin", T_F64, NNKC_REDUCE_MIN},     {"rmean", T_F32, NNKC_REDUCE_MEAN},   {"ramax", T_F32, NNKC_REDUCE_AMAX},
+        {"rn1", T_F16, NNKC_REDUCE_NORM1},    {"rn2", T_F32, NNKC_REDUCE_NORM2},    {"rn2", T_F64, NNKC_REDUCE_NORM2},
+        {"rplus1", T_F32, NNKC_REDUCE_NONE},  {"rwide", T_NONE, NNKC_REDUCE_NONE},  {"rtwo", T_NONE, NNKC_REDUCE_NONE},
+        {"rscaled", T_NONE, NNKC_REDUCE_NONE}, {"rsoft", T_NONE, NNKC_REDUCE_NONE}, {"rargmax", T_NONE, NNKC_REDUCE_NONE},
+        {"rint", T_NONE, NNKC_REDUCE_NONE},   {"rtwoout", T_NONE, NNKC_REDUCE_NONE}, {"ew", T_NONE, NNKC_REDUCE_NONE},
+        {"nosuch", T_NONE, NNKC_REDUCE_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Type targs[1] = {cases[i].t};
+        NnkcReduceOp op = nnkc_module_reduce_op(m, cases[i].kernel, targs, NULL);
+        CHECK(op == cases[i].op, "reduce_op(%s<%s>) = %d, expected %d", cases[i].kernel, type_name(cases[i].t), op,
+              cases[i].op);
+    }
+    /* a sum read from f16 storage is not a plain f32 sum */
+    Type t32[1] = {T_F32}, st[2] = {T_F16, T_NONE};
+    CHECK(nnkc_module_reduce_op(m, "rsum", t32, st) == NNKC_REDUCE_NONE, "another storage dtype is not plain");
+    /* the query leaves no diagnostics and the module still emits */
+    char *sym = NULL, *err = NULL;
+    char *code = nnkc_module_emit(m, "rsum", t32, NULL, NNKC_TARGET_CUDA, &sym, &err);
+    CHECK(code && strstr(code, "rsum_f32__rd_block"), "the module still emits CUDA: %s", err ? err : "");
+    free(code);
+    free(sym);
+    free(err);
+    CHECK((int)NNKC_REDUCE_NORM2 == (int)NNK_REDUCE_NORM2 && (int)NNKC_REDUCE_SUM == (int)NNK_REDUCE_SUM,
+          "libnnkc's and the extension ABI's values agree");
+    nnkc_module_free(m);
+}
+
+/* ---- the extensions through libnnk --------------------------------------------------- */
+
+static void test_extensions(void)
+{
+    const char *names[64];
+    int32_t n = 0;
+    CHECK(nnk_list_extensions(names, 64, &n) == NNK_OK, "list: %s", nnk_last_error());
+    bool cuda = false, cudnn = false;
+    for (int32_t i = 0; i < n && i < 64; i++) {
+        cuda |= strcmp(names[i], "cuda") == 0;
+        cudnn |= strcmp(names[i], "cudnn") == 0;
+    }
+    CHECK(cuda && cudnn, "cuda and cudnn are listed (NNK_EXTENSION_PATH=%s)", getenv("NNK_EXTENSION_PATH"));
+
+    const char *exts[2] = {"cuda", "cudnn"};
+    for (int e = 0; e < 2; e++) {
+        nnk_extension *x = NULL;
+        nnk_status s = nnk_import_extension(exts[e], &x);
+        CHECK(s == NNK_OK, "import %s: %s", exts[e], nnk_last_error());
+        if (s)
+            continue;
+        int32_t count = -1;
+        CHECK(nnk_extension_get_device_count(x, &count) == NNK_OK, "get_device_count");
+        const char *why = nnk_extension_status(x);
+        printf("%s: %d devices; status: %s\n", exts[e], count, why);
+        if (count > 0) {
+            printf("note: this machine has a GPU; the no-GPU checks of %s are skipped\n", exts[e]);
+            continue;
+        }
+        CHECK(count == 0, "%s reports 0 devices", exts[e]);
+        CHECK(why && (strstr(why, "no NVIDIA driver") || strstr(why, "no CUDA-capable GPU") ||
+                      strstr(why, "failed to initialise")),
+              "%s says why it has no devices: '%s'", exts[e], why ? why : "(null)");
+        if (e == 1)
+            CHECK(strstr(why, "cuDNN"), "cudnn's status speaks of cuDNN: '%s'", why);
+        nnk_device_info info[2];
+        CHECK(nnk_extension_get_devices(x, info, 2, &count) == NNK_OK && count == 0, "get_devices: none");
+        CHECK(nnk_extension_clear_memory_cache(x, NULL) == NNK_OK, "clear_memory_cache");
+        CHECK(nnk_extension_device_synchronize(x, 0) == NNK_EINVAL, "device_synchronize(0) is out of range");
+        nnk_context *ctx = NULL;
+        s = nnk_get_extension_context(exts[e], "device_id=0", &ctx);
+        CHECK(s == NNK_EDEVICE && strstr(nnk_last_error(), "has no devices") && strstr(nnk_last_error(), why),
+              "%s context: %s: %s", exts[e], nnk_status_name(s), nnk_last_error());
+        nnk_context_free(ctx);
+    }
+    /* NAME_cuda's entry into libnnk */
+    static const nnk_param_desc params[2] = {{"x", NNK_F32, NNK_PARAM_TENSOR, {0}},
+                                             {"y", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT, {0}}};
+    nnk_kernel_desc d;
+    memset(&d, 0, sizeof d);
+    d.abi = NNK_ABI_VERSION;
+    d.name = "copy";
+    d.nparams = 1;
+    d.nouts = 1;
+    d.params = params;
+    nnk_plan p;
+    memset(&p, 0, sizeof p);
+    nnk_status s = nnk_launch_desc_stream(NULL, &d, &p, NULL);
+    CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "no devices"), "launch_desc_stream: %s: %s",
+          nnk_status_name(s), nnk_last_error());
+    s = nnk_launch_desc_stream("cpu", &d, &p, NULL);
+    CHECK(s == NNK_EUNSUPPORTED, "cpu has no launch_stream: %s", nnk_last_error());
+    d.abi = 99;
+    CHECK(nnk_launch_desc_stream(NULL, &d, &p, NULL) == NNK_EABI, "another ABI");
+}
+
+/* ---- drivers that are not drivers ------------------------------------------------------ */
+
+static void test_drivers(void)
+{
+    char stub[1200];
+    snprintf(stub, sizeof stub, "%s/lib64/stubs/libcuda.so", cuda_home());
+    if (access(stub, R_OK) == 0) {
+        setenv("NNK_CUDA_DRIVER", stub, 1);
+        cu_state *S = NULL;
+        CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_OK, "init with the stub: %s", nnk_last_error());
+        if (S) {
+            printf("stub: %s\n", cu_status(S));
+            CHECK(S->ndevices == 0 && strstr(cu_status(S), "stub library") &&
+                      strstr(cu_status(S), "CUDA_ERROR_STUB_LIBRARY"),
+                  "the stub libcuda is recognised: %s", cu_status(S));
+            cu_fini(S);
+        }
+    } else {
+        printf("note: no stub libcuda at %s\n", stub);
+    }
+    setenv("NNK_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    cu_state *S = NULL;
+    CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_OK && S->ndevices == 0 &&
+              strstr(cu_status(S), "no NVIDIA driver") && strstr(cu_status(S), "/nonexistent/libcuda.so.1"),
+          "a missing driver: %s", S ? cu_status(S) : "");
+    cu_fini(S);
+    unsetenv("NNK_CUDA_DRIVER");
+    setenv("NNK_CUDA_BLOCK", "100", 1);
+    CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_EINVAL, "NNK_CUDA_BLOCK=100 is refused");
+    unsetenv("NNK_CUDA_BLOCK");
+}
+
+/* ---- the JIT without a device ------------------------------------------------------------- */
+
+static char *cuda_of(const char *src, const char *kernel, Type t)
+{
+    NnkcModuleOptions o = {NULL, 2};
+    NnkcModule *m = nnkc_module_new("jit.nnk", src, strlen(src), &o);
+    Type targs[1] = {t};
+    char *sym = NULL, *err = NULL;
+    char *code = nnkc_module_ok(m) ? nnkc_module_emit(m, kernel, targs, NULL, NNKC_TARGET_CUDA, &sym, &err) : NULL;
+    if (!code)
+        printf("cannot generate %s: %s %s\n", kernel, err ? err : "", nnkc_module_diagnostics(m));
+    free(sym);
+    free(err);
+    nnkc_module_free(m);
+    return code;
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -c '%s$'", dir, suffix);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = 0;
+        pclose(p);
+    }
+    return n;
+}
+
+static bool test_jit(void)
+{
+    char dir[] = "/tmp/nnk-test-cuda-XXXXXX";
+    if (!mkdtemp(dir))
+        return false;
+    setenv("NNK_CACHE_DIR", dir, 1);
+    unsetenv("NNK_CACHE");
+    cu_state *S = NULL;
+    if (cu_init(&rt_host_api, "cuda", &S) != NNK_OK || cu_nvrtc_ready(S) != NNK_OK) {
+        printf("NVRTC: %s\n", nnk_last_error());
+        cu_fini(S);
+        rmdir(dir);
+        return false;
+    }
+    printf("NVRTC %d.%d, archs sm_%d..sm_%d, headers %s\n", S->nvrtc_major, S->nvrtc_minor, S->archs[0],
+           S->archs[S->narchs - 1], S->include_dir[0] ? S->include_dir : "(built-in)");
+    static const char src[] =
+        "elementwise axpb<T: float>(a: T, x: T[], b: T = 1) -> (y: T[]) { y = a * x + b; }\n"
+        "reduction norm<T: float>(x: T[]) -> (r: T) { r = sqrt(sum(x * x)); }\n";
+    char *ew = cuda_of(src, "axpb", T_BF16), *rd = cuda_of(src, "norm", T_F16);
+    CHECK(ew && rd, "CUDA generated");
+    if (!ew || !rd)
+        return true;
+    char *image = NULL, key[65], key2[65];
+    size_t size = 0;
+    bool ptx = true;
+    nnk_status s = cu_jit(S, 75, ew, "axpb_bf16", 2, &image, &size, &ptx, key);
+    CHECK(s == NNK_OK && !ptx && size > 64 && memcmp(image, "\177ELF", 4) == 0, "a cubin for sm_75: %s",
+          s ? nnk_last_error() : "");
+    CHECK(S->compiles == 1 && S->disk_hits == 0, "compiled once");
+    CHECK(count_files(dir, ".cubin") == 1, "one cubin in the disk cache");
+    char *first = image;
+    size_t first_size = size;
+    image = NULL;
+    s = cu_jit(S, 75, ew, "axpb_bf16", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_OK && S->disk_hits == 1 && S->compiles == 1 && size == first_size &&
+              memcmp(image, first, size) == 0 && strcmp(key, key2) == 0,
+          "the same compile again is a disk hit with the same bytes");
+    free(image);
+    image = NULL;
+    /* a corrupt entry is recompiled */
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, key);
+    FILE *f = fopen(path, "r+b");
+    if (f) {
+        fseek(f, 100, SEEK_SET);
+        fputc(0x5a ^ first[100], f);
+        fclose(f);
+    }
+    s = cu_jit(S, 75, ew, "axpb_bf16", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_OK && S->compiles == 2 && size == first_size && memcmp(image, first, size) == 0,
+          "a corrupt cache entry is recompiled");
+    free(image);
+    image = NULL;
+    free(first);
+    /* another arch, another key */
+    s = cu_jit(S, 90, ew, "axpb_bf16", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_OK && !ptx && strcmp(key, key2) != 0, "sm_90: %s", s ? nnk_last_error() : "");
+    free(image);
+    image = NULL;
+    /* a GPU newer than NVRTC: PTX of its newest arch */
+    s = cu_jit(S, 999, rd, "norm_f16", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_OK && ptx && size > 0 && strstr(image, ".version") && strstr(image, "norm_f16__rd_block"),
+          "PTX for sm_999: %s", s ? nnk_last_error() : "");
+    free(image);
+    image = NULL;
+    /* one older than NVRTC supports */
+    s = cu_jit(S, 30, rd, "norm_f16", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "cannot compile for sm_30"), "sm_30: %s",
+          nnk_last_error());
+    /* the built-in fp16/bf16 headers (a machine with a libnvrtc but no toolkit headers) */
+    char saved[sizeof S->include_dir];
+    memcpy(saved, S->include_dir, sizeof saved);
+    S->include_dir[0] = 0;
+    int archs[3] = {75, 80, S->archs[S->narchs - 1]};
+    for (int i = 0; i < 3; i++) {
+        s = cu_jit(S, archs[i], ew, "axpb_bf16", 2, &image, &size, &ptx, key2);
+        CHECK(s == NNK_OK, "bf16 with the built-in headers, sm_%d: %s", archs[i], s ? nnk_last_error() : "");
+        free(image);
+        image = NULL;
+        s = cu_jit(S, archs[i], rd, "norm_f16", 2, &image, &size, &ptx, key2);
+        CHECK(s == NNK_OK, "f16 with the built-in headers, sm_%d: %s", archs[i], s ? nnk_last_error() : "");
+        free(image);
+        image = NULL;
+    }
+    memcpy(S->include_dir, saved, sizeof saved);
+    /* compile errors: the log, the line, the source kept */
+    static const char broken[] = "extern \"C\" __global__ void broken__ew_c(int a)\n{\n    int x = a +;\n}\n";
+    s = cu_jit(S, 75, broken, "broken", 2, &image, &size, &ptx, key2);
+    const char *msg = nnk_last_error();
+    CHECK(s == NNK_ECOMPILE && strstr(msg, "line 3 of the generated CUDA: int x = a +;") && strstr(msg, "broken.cu(3)"),
+          "a compile error names the line: %s", msg);
+    const char *kept = strstr(msg, "(the generated source is ");
+    if (kept) {
+        char p2[4400];
+        snprintf(p2, sizeof p2, "%s", kept + 25);
+        char *end = strchr(p2, ')');
+        if (end)
+            *end = 0;
+        CHECK(access(p2, R_OK) == 0, "the source is kept at %s", p2);
+        unlink(p2);
+    } else {
+        CHECK(0, "the message says where the source is: %s", msg);
+    }
+    /* the front-end-only mode of the compile checks */
+    s = cu_jit(S, 86, rd, "norm_f16", -1, &image, &size, &ptx, key2);
+    CHECK(s == NNK_OK && !image && size == 0, "front end only: %s", s ? nnk_last_error() : "");
+    free(ew);
+    free(rd);
+    cu_fini(S);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        printf("note: cannot remove %s\n", dir);
+    return true;
+}
+
+int main(void)
+{
+    const char *b = getenv("top_builddir");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.libs", b ? b : ".");
+    setenv("NNK_EXTENSION_PATH", path, 1);
+    unsetenv("NNK_CUDA_DRIVER");
+    test_reduce_op();
+    test_extensions();
+    test_drivers();
+    bool nvrtc = test_jit();
+    nnk_shutdown();
+    printf("test_cuda: %d checks, %d failed%s\n", checks, failures, nvrtc ? "" : "; NVRTC not found: JIT not tested");
+    if (failures)
+        return 1;
+    if (!nvrtc) {
+        const char *h = getenv("CUDA_HOME");
+        return h && *h ? 1 : 77; /* a configured toolkit must have NVRTC */
+    }
+    return 0;
+}
