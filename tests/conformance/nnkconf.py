@@ -269,7 +269,12 @@ class Kernel:
                 else:
                     cargs.append(self._scalar(p, v))
         # output shapes
-        shape = np.broadcast_shapes(*[t.shape for t in tensors]) if tensors else ()
+        try:
+            shape = np.broadcast_shapes(*[t.shape for t in tensors]) if tensors else ()
+        except ValueError:
+            if out is None:
+                raise
+            shape = ()          # the kernel reports the mismatch itself
         nd = len(shape)
         if axes is None:
             red = list(range(nd))

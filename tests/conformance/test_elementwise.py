@@ -609,5 +609,118 @@ def test_explicit_casts():
     C.equal(c, _f2i_ref(x, "u8"), "u8(x)")
 
 
+# ---- layouts: NAME_strided with views, broadcasting, NAME --------------------
+
+def L():
+    return C.load("kernels/layouts.nnk")
+
+
+def _views(a):
+    """(name, view) with the values of a: contiguous, Fortran, transposed,
+    reversed (negative strides), every other element, sliced."""
+    yield "contiguous", a
+    if a.ndim >= 1:
+        yield "fortran", np.asfortranarray(a)
+    if a.ndim >= 2:
+        yield "transposed", np.ascontiguousarray(a.T).T
+    if a.ndim >= 1:
+        yield "negative", np.flip(np.ascontiguousarray(np.flip(a)))
+    if a.size and a.ndim >= 1:
+        big = np.empty(a.shape[:-1] + (a.shape[-1] * 3,), dtype=a.dtype)
+        big[..., 1::3] = a
+        yield "strided", big[..., 1::3]
+
+
+def test_layouts_and_broadcasting():
+    k = L().axpby
+    cases = [((7, 300), (7, 300)), ((7, 300), (300,)), ((7, 300), (7, 1)), ((3, 1, 5), (4, 1)),
+             ((1000,), ()), ((2, 3, 4, 5), (3, 1, 5)), ((0, 4), (4,)), ((5,), (1,)), ((), ())]
+    for sx, sy in cases:
+        x = rng.uniform(-2, 2, sx).astype(np.float32)
+        y = rng.uniform(-2, 2, sy).astype(np.float32)
+        want = np.float32(1.5) * x + np.float32(-0.25) * y
+        for nx, vx in _views(x):
+            for ny, vy in _views(y) if y.ndim else [("0-d", y)]:
+                got = k(1.5, vx, -0.25, vy)
+                C.equal(got, want, "axpby %s(%s) %s(%s)" % (sx, nx, sy, ny))
+                # the output as a view too
+                buf = np.zeros(want.shape[:-1] + (want.shape[-1] * 2,) if want.ndim else (), dtype=np.float32)
+                out = buf[..., ::-2] if want.ndim else buf
+                k(1.5, vx, -0.25, vy, out=[out])
+                C.equal(out, want, "axpby into a reversed strided output, %s %s" % (nx, ny))
+
+
+def test_broadcast_along_rows():
+    """Operands with stride 0 in the innermost dimension take the buffered
+    contiguous path; rows of every length around its chunk (NNK_BCAST)."""
+    for cols in (1, 15, 16, 17, 255, 256, 257, 1000):
+        x = rng.uniform(-1, 1, (5, cols))
+        y = rng.uniform(-1, 1, (5, 1))
+        w = rng.uniform(-1, 1, (1, cols))
+        s, d = L().three(x, y, w)
+        C.equal(s, x + y * w, "x + y[:, None] * w[None, :], %d columns" % cols)
+        C.equal(d, x - y, "x - y[:, None], %d columns" % cols)
+        s, d = L().three(y, x, np.broadcast_to(np.float64(3), (5, cols)))
+        C.equal(s, y + x * 3, "a scalar broadcast to (5, %d) (strides 0, 0)" % cols)
+
+
+def test_idx_in_elementwise():
+    x = rng.uniform(-1, 1, (4, 6, 5)).astype(np.float32)
+    flat = np.arange(x.size).reshape(x.shape)
+    for name, v in _views(x):
+        y, i = L().with_idx(v)
+        C.equal(i, flat, "idx is the flat index of the iteration space (%s)" % name)
+        C.equal(y, x + (flat % 7).astype(np.float32), "x + idx %% 7 (%s)" % name)
+    i = L().only_idx(np.zeros((3, 1), np.float32) + np.zeros((1, 4), np.float32))
+    C.equal(i, np.arange(12).reshape(3, 4), "idx of a (3, 4) iteration space")
+    y, i = L().with_idx(np.broadcast_to(np.float32(1), (2, 3)))
+    C.equal(i, np.arange(6).reshape(2, 3), "idx with a broadcast input")
+
+
+def test_half_and_mixed_layouts():
+    x = rng.uniform(-4, 4, (6, 33)).astype(np.float16)
+    y = C.f32_to_bf16(rng.uniform(-4, 4, (33,)).astype(np.float32))
+    yv = C.bf16_to_f32(y)
+    for nx, vx in _views(x):
+        z, w = L().halves(vx, y.view(C.BF16Array))
+        C.equal(z.view(np.uint16), (x.astype(np.float32) * 2 + yv).astype(np.float16).view(np.uint16), "f16 * 2 + bf16 (%s)" % nx)
+        C.equal(np.asarray(w).view(np.uint16), C.f32_to_bf16(yv - x.astype(np.float32)), "bf16 - f16 (%s)" % nx)
+    xi = rng.integers(-100, 100, (4, 9)).astype(np.int8)
+    yf = rng.uniform(-1, 1, (9,)).astype(np.float32)
+    c = rng.integers(0, 2, (4, 1)).astype(np.bool_)
+    C.equal(L().mixed(xi, yf, c), np.where(c, xi.astype(np.float64), yf.astype(np.float64) * 0.5), "i8, f32, bool mixed")
+
+
+def test_no_tensor_input():
+    z = L().fill(out=[np.zeros((3, 4), np.float32)])
+    C.equal(z, np.full((3, 4), 2.5, np.float32), "no tensor input: the shape of the output, the default")
+    z = L().fill(7.0, out=[np.zeros(5, np.float32)[::-1]])
+    C.equal(z, np.full(5, 7.0, np.float32), "no tensor input, a reversed output")
+
+
+def test_shape_errors():
+    k = L().axpby
+    rc = k(1, np.zeros((3, 4), np.float32), 1, np.zeros((5,), np.float32), out=[np.zeros((3, 4), np.float32)], raw=True)
+    C.check(rc != 0, "shapes (3, 4) and (5,) do not broadcast (got %d)" % rc)
+    rc = k(1, np.zeros((3, 4), np.float32), 1, np.zeros((4,), np.float32), out=[np.zeros((4, 3), np.float32)], raw=True)
+    C.check(rc != 0, "an output of the wrong shape (got %d)" % rc)
+
+
+def test_contiguous_entry_point():
+    """language.md section 6: NAME(n, scalars..., pointers...)."""
+    for n in (0, 1, 15, 16, 17, 1000, 4099):
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        y = rng.uniform(-1, 1, n).astype(np.float32)
+        C.equal(C.contig_call(L().axpby, n, 2.0, x, 3.0, y), np.float32(2) * x + np.float32(3) * y, "axpby(%d, ...)" % n)
+    for n in (1, 17, 300):
+        x = rng.uniform(-1, 1, n).astype(np.float32)
+        y, i = C.contig_call(L().with_idx, n, x)
+        C.equal(i, np.arange(n), "idx through NAME(%d, ...)" % n)
+    for name in ("sqrt", "exp", "round"):
+        x = rng.uniform(0, 10, 100).astype(np.float32)
+        C.equal(C.contig_call(getattr(B(), "u_%s_f32" % name), 100, x), getattr(B(), "u_%s_f32" % name)(x),
+                "%s_f32: NAME and NAME_strided agree" % name)
+
+
 if __name__ == "__main__":
     sys.exit(C.main(globals()))

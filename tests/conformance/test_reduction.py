@@ -471,6 +471,22 @@ def test_output_views():
     C.check(rc != 0, "an axis out of range is an error (got %d)" % rc)
 
 
+def test_in_place():
+    """An output that is also the input (numpy's out=x): every element is
+    read before it is written, also when the last phase stores exp(x - m)
+    for the epilogue (softmax)."""
+    for axes in (1, 0):
+        x = rng.uniform(-3, 3, (40, 300)).astype(np.float32)
+        want = R().softmax_f32(x.copy(), axes=axes)
+        y = x.copy()
+        R().softmax_f32(y, axes=axes, out=[y])
+        C.equal(y, want, "softmax in place, axis %d" % axes)
+        want = R().normalize(x.copy(), axes=axes)
+        y = x.copy()
+        R().normalize(y, axes=axes, out=[y])
+        C.equal(y, want, "x / sum(x) in place, axis %d" % axes)
+
+
 def test_row_order_is_layout_independent():
     """The row order's bits depend on the values and the reduced order only."""
     x = rng.uniform(-1, 1, (5, 3001)).astype(np.float32)
