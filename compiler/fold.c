@@ -204,9 +204,13 @@ static Value float_to_int(double f, Type to)
 
 Value value_cast(Value v, Type to)
 {
+    bool from_float = type_is_float(v.type) || v.type == T_WFLOAT;
+    /* An integer literal meeting a float literal (0.5 * 3) becomes a float
+     * literal: the value converts, the bits do not carry over. */
+    if (to == T_WFLOAT && !from_float && v.type != T_WFLOAT)
+        return value_float(T_WFLOAT, value_as_double(v));
     if (to == v.type || to >= T_NSCALAR)
         return v;
-    bool from_float = type_is_float(v.type) || v.type == T_WFLOAT;
     if (type_is_float(to)) {
         /* One rounding from the exact value, as the generated code does:
          * integers convert directly (not through double, which would round

@@ -609,6 +609,28 @@ def test_explicit_casts():
     C.equal(c, _f2i_ref(x, "u8"), "u8(x)")
 
 
+def test_weak_literal_typing():
+    """language.md section 2: literals take the other operand's type; a float
+    literal with only integers or bools is f64, as in C and numpy."""
+    k = C.load("kernels/literals.nnk")
+    a = np.arange(-3, 10, dtype=np.int32)
+    C.equal(k.float_lit_bool(a), 0.1 * (a < 5), "0.1 * (a < 5) is f64")
+    C.equal(k.float_lit_int(a), 0.1 * a.astype(np.float64), "0.1 * i32 is f64")
+    x = rng.uniform(-10, 10, 50).astype(np.float32)
+    C.equal(k.float_lit_f32(x), (np.float32(0.1) * x).astype(np.float64), "0.1 * f32 is f32 (0.1f)")
+    h = x.astype(np.float16)
+    # the f16-typed product is an f32 value; nothing stores it as f16, so
+    # converting it to f64 keeps it (rounding happens on store, section 2)
+    C.equal(k.float_lit_f16(h), (np.float32(0.1) * h.astype(np.float32)).astype(np.float64),
+            "0.1 * f16: f32 arithmetic with 0.1f, kept when converted to f64")
+    C.equal(k.int_lit_f32(x), (np.float32(1) + x).astype(np.float64), "1 + f32 is f32")
+    i8 = np.array([126, 127, -128, 0], dtype=np.int8)
+    C.equal(k.int_lit_i8(i8), np.array([127, -128, -127, 1], dtype=np.int64), "i8 + 1 is i8 (wraps)")
+    c = np.array([False, True])
+    C.equal(k.int_lit_bool(c), np.array([1, 2], dtype=np.int64), "bool + 1 is i64")
+    C.equal(k.lit_lit(x), np.full(50, 1.5), "1 / 3 of two integer literals is 0; 0.5 * 3 is 1.5")
+
+
 # ---- layouts: NAME_strided with views, broadcasting, NAME --------------------
 
 def L():
