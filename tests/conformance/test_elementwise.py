@@ -286,6 +286,19 @@ def test_min_max_clamp_nan():
                 what="clamp<%s>" % t, inputs=[xx, xl, xh])
 
 
+def test_signed_zeros():
+    """min/max of -0.0 and +0.0 give the second operand, as numpy's
+    minimum/maximum; relu and abs give +0.0; folded constants agree."""
+    for t in ("f32", "f64"):
+        a = np.array([-0.0, 0.0, -0.0, 0.0], dtype=C.NP[t])
+        b = np.array([0.0, -0.0, -0.0, 0.0], dtype=C.NP[t])
+        for name, fn in (("min", np.minimum), ("max", np.maximum)):
+            got = getattr(B(), "b_%s_%s" % (name, t))(a, b)
+            C.equal(np.signbit(got), np.signbit(fn(a, b)), "%s<%s> of signed zeros (sign bits, numpy)" % (name, t))
+        got = getattr(B(), "u_relu_" + t)(np.array([-0.0], dtype=C.NP[t]))
+        C.check(not np.signbit(got[0]), "relu(-0.0) is +0.0")
+
+
 def test_fma_single_rounding():
     for t in FT:
         a = sample(-10, 10)
