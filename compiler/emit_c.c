@@ -1207,22 +1207,30 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     buf_puts(&colb, cupd.data ? cupd.data : "");
     buf_puts(&colb, cstore.data ? cstore.data : "");
     buf_free(&cstore);
-    for (int op = 0; op < k->nloads; op++) {
-        if (!nd.loads[op])
+    Buf cstep = {0}, creload = {0};
+    for (int op = 0; op < k->nloads + g->in->nouts; op++) {
+        bool out = op >= k->nloads;
+        if (out ? cache.node < 0 || op != cache.op : !nd.loads[op])
             continue;
-        const char *st = stype(g->op_storage[op]);
-        buf_printf(&crow, "const %s *c%d = (const %s *)ps->b[%d] + it->off[%d];\n", st, op, st, op, op);
-    }
-    if (cache.node >= 0) {
-        const char *st = stype(g->op_storage[cache.op]);
-        buf_printf(&crow, "%s *c%d = (%s *)ps->b[%d] + it->off[%d];\n", st, cache.op, st, cache.op, cache.op);
+        const char *st = stype(g->op_storage[op]), *cst = out ? "" : "const ";
+        buf_printf(&crow, "%s%s *c%d = (%s%s *)ps->b[%d] + it->off[%d];\n", cst, st, op, cst, st, op, op);
+        buf_printf(&crow, "const int64_t rs%d = p->strides[%d][last];\n", op, op);
+        buf_printf(&cstep, "c%d += rs%d;\n", op, op);
+        buf_printf(&creload, "c%d = (%s%s *)ps->b[%d] + it->off[%d];\n", op, cst, st, op, op);
     }
     if (nd.idx) {
-        buf_printf(&crow, "const int64_t ib = ps->ib + it->off[%d];\n", IDX);
+        buf_printf(&crow, "int64_t ib = ps->ib + it->off[%d];\n", IDX);
+        buf_printf(&crow, "const int64_t rsi = p->strides[%d][last];\n", IDX);
         buf_printf(&crow, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
-    } else {
-        buf_puts(&crow, "(void)k0;\n");
+        buf_puts(&cstep, "ib += rsi;\n");
+        buf_printf(&creload, "ib = ps->ib + it->off[%d];\n", IDX);
     }
+    if (!crow.len)
+        buf_puts(&crow, "(void)last;\n");
+    if (!cstep.len)
+        buf_puts(&cstep, "(void)0;\n");
+    tset(P, "crow_step", bufstr(g->c, &cstep));
+    tset(P, "crow_reload", bufstr(g->c, &creload));
     col_fields(g, ph, "s", "", &cfs_s);
     col_fields(g, ph, "a", "", &cfs_ab);
     col_fields(g, ph, "b", "const ", &cfs_ab);
@@ -1259,7 +1267,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     tset(P, "cmerge_cols", bufstr(g->c, &cmerge));
     tset(P, "crows_code", bufstr(g->c, &crows));
     tset(P, "cleaf_prologue", bufstr(g->c, &cpro));
-    tset(P, "crow_ptrs", bufstr(g->c, &crow));
+    tset(P, "crow_init", bufstr(g->c, &crow));
     tset(P, "col_body", bufstr(g->c, &colb));
     tset(P, "cleaf_params", bufstr(g->c, &cparams));
     tset(P, "cleaf_args", bufstr(g->c, &cargs));
@@ -1349,7 +1357,7 @@ static void reduction(const Gen *g, TDict *d)
     /* the contiguous row functions: values of the outer levels as parameters */
     uint8_t *bu = boundary(g, &tnd, troots, nt, L_UNIFORM), *br = boundary(g, &tnd, troots, nt, L_ROW);
     Buf erow = {0}, eparams = {0}, eargs = {0}, cbody = {0};
-    Buf ceparams = {0}, ceargs = {0}, ceptrs = {0}, cebody = {0};
+    Buf ceparams = {0}, ceargs = {0}, ceptrs = {0}, cebody = {0}, cestep = {0}, cereload = {0};
     if (tnd.idx) {
         buf_puts(&eparams, ", int64_t ib, int64_t is");
         buf_puts(&eargs, ", ib, is");
@@ -1382,14 +1390,20 @@ static void reduction(const Gen *g, TDict *d)
         buf_printf(&ceargs, ", c%d", op);
         buf_printf(&ptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
         buf_printf(&ceptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
+        buf_printf(&ceptrs, "const int64_t rs%d = p->strides[%d][last];\n", op, op);
+        buf_printf(&cestep, "c%d += rs%d;\n", op, op);
+        buf_printf(&cereload, "c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", op, cst, st, op, op);
         buf_printf(&test, " && p->strides[%d][last] == 1", op);
         buf_printf(&strides, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
     }
     if (tnd.idx) {
         buf_printf(&ptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
         buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
-        buf_printf(&ceptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
+        buf_printf(&ceptrs, "int64_t ib = ps->ib + it.off[%d];\n", IDX);
+        buf_printf(&ceptrs, "const int64_t rsi = p->strides[%d][last];\n", IDX);
         buf_printf(&ceptrs, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
+        buf_puts(&cestep, "ib += rsi;\n");
+        buf_printf(&cereload, "ib = ps->ib + it.off[%d];\n", IDX);
     }
     elem_code_c(g, &tnd, M_ROW_CONTIG, cache, &cbody);
     tensor_stores(g, M_ROW_CONTIG, &cbody);
@@ -1482,7 +1496,11 @@ static void reduction(const Gen *g, TDict *d)
     buf_free(&cbody);
     tset(d, "cepi_prologue", bufstr(g->c, &cepro));
     tset(d, "cscalar_stores", bufstr(g->c, &cstores));
-    tset(d, "cepi_ptrs", bufstr(g->c, &ceptrs));
+    if (!cestep.len)
+        buf_puts(&cestep, "(void)0;\n");
+    tset(d, "cepi_init", bufstr(g->c, &ceptrs));
+    tset(d, "cepi_step", bufstr(g->c, &cestep));
+    tset(d, "cepi_reload", bufstr(g->c, &cereload));
     tset(d, "cepi_args", bufstr(g->c, &ceargs));
     tset(d, "cepirow_fn", bufstr(g->c, &cerow));
     buf_free(&eparams);
