@@ -23,21 +23,25 @@ static double now(void)
 static int reps = 5;
 static volatile float sink;
 
-/* best of `reps` runs of each statement, the runs interleaved so that both
- * see the same machine (other processes, frequency) */
+/* best of `reps` runs of each statement, the runs interleaved (and their
+ * order alternated) so that both see the same machine */
 #define TIME2(best_a, stmt_a, best_b, stmt_b)          \
     do {                                               \
         best_a = best_b = 1e30;                        \
-        for (int rep_ = 0; rep_ < reps; rep_++) {      \
+        for (int rep_ = 0; rep_ < 2 * reps; rep_++) {  \
             double t0_ = now();                        \
-            stmt_a;                                    \
-            double t1_ = now();                        \
-            stmt_b;                                    \
-            double t2_ = now();                        \
-            if (t1_ - t0_ < best_a)                    \
-                best_a = t1_ - t0_;                    \
-            if (t2_ - t1_ < best_b)                    \
-                best_b = t2_ - t1_;                    \
+            if (rep_ & 1) {                            \
+                stmt_b;                                \
+            } else {                                   \
+                stmt_a;                                \
+            }                                          \
+            double t1_ = now() - t0_;                  \
+            if (rep_ & 1) {                            \
+                if (t1_ < best_b)                      \
+                    best_b = t1_;                      \
+            } else if (t1_ < best_a) {                 \
+                best_a = t1_;                          \
+            }                                          \
         }                                              \
     } while (0)
 
