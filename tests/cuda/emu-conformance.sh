@@ -1,0 +1,35 @@
+#!/bin/sh
+# emu-conformance.sh: the generated CUDA of the conformance kernels on the
+# CUDA emulation layer, through the GPU's dispatch, against the C back end
+# (emu_conformance.py): the numeric suites of tests/conformance
+# (test_elementwise.py, test_reduction.py, test_half.py) with every
+# NAME_strided call also emulated, then emu_extra.py (odd sizes, every
+# dispatch knob).  Prints the time of each part.  Exit 77 (skipped) when
+# there is no python3 with numpy.
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}"
+py=${PYTHON_NUMPY:-}
+if [ -z "$py" ]; then
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c 'import numpy' >/dev/null 2>&1; then py=$p; break; fi
+	done
+fi
+if [ -z "$py" ] || ! "$py" -c 'import numpy' >/dev/null 2>&1; then
+	echo "emu-conformance: SKIP: no python3 with numpy"
+	exit 77
+fi
+# a work directory of its own: the C suites may build the same files at once
+NNKCONF_WORK=$top_builddir/tests/cuda/work
+export top_srcdir top_builddir NNKCONF_WORK
+status=0
+start=$(date +%s)
+for t in test_half.py test_elementwise.py test_reduction.py; do
+	t0=$(date +%s)
+	"$py" "$top_srcdir/tests/cuda/emu_conformance.py" "$t" || status=1
+	echo "emu-conformance: $t: $(( $(date +%s) - t0 ))s"
+done
+t0=$(date +%s)
+"$py" "$top_srcdir/tests/cuda/emu_extra.py" || status=1
+echo "emu-conformance: emu_extra.py: $(( $(date +%s) - t0 ))s"
+echo "emu-conformance: all in $(( $(date +%s) - start ))s"
+exit $status

@@ -1,0 +1,78 @@
+"""emu_extra - the generated CUDA at odd sizes on the emulation layer, every
+call under every dispatch knob (block 32/64/256 x grid cap 1/3/none x, for
+reductions, the chosen path, block per output, thread per output, split),
+compared with the C back end by emu_conformance's wrapper; a few results
+are also checked against numpy.  Kernels: tests/cuda/kernels/emu_extra.nnk.
+Sizes: around the block and vector widths (1, 3, 31, 33, 255, 257, 1023,
+4097), unaligned and strided views, long slices that the split path cuts
+(2 x 100003), many short ones (700 x 3), column reductions."""
+import os
+import sys
+
+import numpy as np
+
+os.environ["NNK_EMU_FULL"] = "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import emu_conformance as E  # noqa: E402
+C = E.C
+
+rng = np.random.default_rng(7)
+K = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "emu_extra.nnk")
+SIZES = [1, 3, 31, 33, 255, 257, 1023, 4097]
+
+
+def M():
+    return C.load(K)
+
+
+def test_elementwise_sizes_and_layouts():
+    for n in SIZES:
+        x = rng.standard_normal(n + 3).astype(np.float32)
+        for name, view in (("aligned", x[:n]), ("unaligned", x[1:n + 1]), ("strided", x[::2][: (n + 1) // 2])):
+            y = M().axpb_f32(1.5, view)
+            C.close(y, (np.float32(1.5) * view + np.float32(1)).astype(np.float32), "f32", what="axpb %s %d" % (name, n))
+        xi = rng.integers(-1000, 1000, n).astype(np.int32)
+        C.equal(M().axpb_i32(-3, xi, 7), (-3 * xi + 7).astype(np.int32), "axpb_i32 %d" % n)
+        xh = rng.standard_normal(n).astype(np.float16)
+        M().axpb_f16(0.25, xh)
+    # broadcasting and two outputs
+    a = rng.standard_normal((33, 1)).astype(np.float16)
+    b = rng.integers(-9, 9, (1, 257)).astype(np.int32)
+    y, z = M().mixed(a, b)
+    C.check(y.shape == (33, 257) and z.shape == (33, 257), "mixed shapes")
+
+
+def test_reductions_sizes_and_paths():
+    for shape, axes in (((1,), None), ((31,), None), ((4097,), None), ((3, 257), 1), ((257, 3), 0), ((7, 33, 5), (0, 2)),
+                        ((2, 100003), 1), ((700, 3), 1), ((3, 700), 0), ((1, 1, 1), (0, 1, 2))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        r = M().total_f32(x, axes=axes)
+        want = x.astype(np.float64).sum(axis=axes)
+        C.close(r, want.astype(np.float32), "f32", ulp=1 << 20, what="total_f32 %s %s" % (shape, axes))
+        xi = rng.integers(-1 << 40, 1 << 40, shape).astype(np.int64)
+        C.equal(M().total_i64(xi, axes=axes), xi.sum(axis=axes), "total_i64 %s %s" % (shape, axes))
+        lo, hi, at, mu = M().stats(x, axes=axes)
+        C.equal(lo, x.min(axis=axes), "min %s" % (shape,))
+        C.equal(hi, x.max(axis=axes), "max %s" % (shape,))
+        if axes is None or isinstance(axes, int):
+            C.equal(at, np.argmax(x, axis=axes) if axes is not None else np.int64(np.argmax(x)), "argmax %s" % (shape,))
+        M().total_f16(x.astype(np.float16), axes=axes)
+
+
+def test_epilogues():
+    for shape, axes in (((3, 257), 1), ((257, 3), 0), ((2, 4099), 1), ((1, 1), 1), ((6, 33), -1)):
+        x = rng.uniform(-4, 4, shape).astype(np.float32)
+        y = M().softmax_f32(x, axes=axes)
+        e = np.exp(x.astype(np.float64) - x.max(axis=axes, keepdims=True))
+        C.close(y, (e / e.sum(axis=axes, keepdims=True)).astype(np.float32), "f32", ulp=64, atol=1e-6,
+                what="softmax %s" % (shape,))
+        M().softmax_bf16(C.bf16(x), axes=axes)
+        M().layernorm(x, axes=axes)
+    M().absmax(rng.standard_normal((5, 1001)), axes=1)
+
+
+if __name__ == "__main__":
+    rc = C.main(globals())
+    print("# emu_extra: %d calls, %d emulated launches over %d knob combinations, %.1fs emulating" % (
+        E.Stats.calls, E.Stats.launches, len(E.Stats.combos), E.Stats.seconds))
+    sys.exit(rc)
