@@ -683,6 +683,8 @@ def test_constant_folding_matches_runtime():
         for name in ("pow", "atan2", "min", "max", "fmod", "hypot", "copysign"):
             for a in fvals[:8]:
                 for b in (0.0, -0.0, 2.0, -1.5, np.nan):
+                    if name == "copysign" and np.isnan(b):
+                        continue    # the sign of a NaN is not specified (GPUs make NaNs positive)
                     cases.append(("b_%s_%s" % (name, t), t, t, (a, b), "%s(%s, %s)" % (name, _lit(a, t), _lit(b, t))))
         for op in ("add", "sub", "mul", "div"):
             for a in (0.1, 1e38, -3.0, 65504.0):
