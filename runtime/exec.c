@@ -33,34 +33,15 @@ static void range_task(void *arg, int64_t t)
 
 /* ---- reductions split along the reduced range ------------------------------ */
 
-/* The reduced range is cut the way generated code's pairwise accumulation
- * (templates/c/reduction.tmpl, acc) cuts it: halves at
- * mid = r0 + ((len / 2 + 7) & ~7), down to pieces of at most CHUNK
- * elements.  Each piece is one red_partial task, and the states are merged
- * back along the same tree, so the result has the same bits as desc->run
- * over the whole slice, whatever the thread count. */
-static int64_t mid_of(int64_t r0, int64_t r1)
+/* The reduced range is cut into chunks of NNK_SPLIT_CHUNK elements from
+ * its start (nnk/abi.h), one red_partial task each, and their states are
+ * merged in the order of the generated code's pairwise tree: a run of m
+ * chunks splits after the largest power of two below m.  The result has
+ * the same bits as desc->run over the whole slice, whatever the thread
+ * count (tests/conformance/abi_driver.c checks the generated side). */
+static int64_t count_pieces(int64_t n)
 {
-    return r0 + (((r1 - r0) / 2 + 7) & ~(int64_t)7);
-}
-
-static int64_t count_pieces(int64_t r0, int64_t r1)
-{
-    if (r1 - r0 <= CHUNK)
-        return 1;
-    int64_t m = mid_of(r0, r1);
-    return count_pieces(r0, m) + count_pieces(m, r1);
-}
-
-static void list_pieces(int64_t r0, int64_t r1, int64_t *bounds, int64_t *n)
-{
-    if (r1 - r0 <= CHUNK) {
-        bounds[(*n)++] = r0;
-        return;
-    }
-    int64_t m = mid_of(r0, r1);
-    list_pieces(r0, m, bounds, n);
-    list_pieces(m, r1, bounds, n);
+    return n > 0 ? (n + NNK_SPLIT_CHUNK - 1) / NNK_SPLIT_CHUNK : 1;
 }
 
 typedef struct red_job {
@@ -82,24 +63,25 @@ static void partial_task(void *arg, int64_t t)
                          j->finals + o * (int64_t)j->desc->finals_size, j->states + t * (int64_t)j->state_size);
 }
 
-/* Merges the pieces of [r0, r1) along the split tree; returns the state
- * that holds the result. */
-static char *merge_tree(red_job *j, char *states, int64_t r0, int64_t r1, int64_t *piece)
+/* Merges the states of chunks [c0, c1) into the state of chunk c0. */
+static void merge_tree(red_job *j, char *states, int64_t c0, int64_t c1)
 {
-    if (r1 - r0 <= CHUNK)
-        return states + (*piece)++ * (int64_t)j->state_size;
-    int64_t m = mid_of(r0, r1);
-    char *left = merge_tree(j, states, r0, m, piece);
-    char *right = merge_tree(j, states, m, r1, piece);
-    j->desc->red_merge(j->plan, j->phase, left, right);
-    return left;
+    if (c1 - c0 <= 1)
+        return;
+    int64_t m = 1;
+    while (2 * m < c1 - c0)
+        m *= 2;
+    merge_tree(j, states, c0, c0 + m);
+    merge_tree(j, states, c0 + m, c1);
+    j->desc->red_merge(j->plan, j->phase, states + c0 * (int64_t)j->state_size,
+                       states + (c0 + m) * (int64_t)j->state_size);
 }
 
 static void final_task(void *arg, int64_t o)
 {
     red_job *j = arg;
-    int64_t piece = 0;
-    char *acc = merge_tree(j, j->states + o * j->npieces * (int64_t)j->state_size, 0, j->plan->nreduced, &piece);
+    char *acc = j->states + o * j->npieces * (int64_t)j->state_size;
+    merge_tree(j, acc, 0, j->npieces);
     j->desc->red_final(j->plan, j->phase, o, acc, j->finals + o * (int64_t)j->desc->finals_size);
 }
 
@@ -113,7 +95,7 @@ static void epilogue_task(void *arg, int64_t t)
 static nnk_status split_reduced(const nnk_kernel_desc *desc, const nnk_plan *plan)
 {
     int64_t nkept = plan->nkept;
-    red_job j = {desc, plan, 0, count_pieces(0, plan->nreduced), NULL, 0, NULL, NULL};
+    red_job j = {desc, plan, 0, count_pieces(plan->nreduced), NULL, 0, NULL, NULL};
     size_t max_state = 1;
     for (int32_t ph = 0; ph < desc->nphases; ph++)
         if ((size_t)desc->state_size[ph] > max_state)
@@ -127,9 +109,9 @@ static nnk_status split_reduced(const nnk_kernel_desc *desc, const nnk_plan *pla
         free(j.states);
         return NNK_ENOMEM;
     }
-    int64_t n = 0;
-    list_pieces(0, plan->nreduced, j.bounds, &n);
-    j.bounds[n] = plan->nreduced;
+    for (int64_t c = 0; c < j.npieces; c++)
+        j.bounds[c] = c * NNK_SPLIT_CHUNK;
+    j.bounds[j.npieces] = plan->nreduced;
     int64_t ntasks = nkept * j.npieces;
     for (int32_t ph = 1; ph <= desc->nphases; ph++) {
         j.phase = ph;

@@ -1156,17 +1156,22 @@ static void test_module(void)
     nnk_module_free(m);
 }
 
-/* The same reduction gives the same bits with 1 thread and with many. */
-static void sum_bits(float *out)
+/* The same reduction gives the same bits with 1 thread and with many, and
+ * whether the runtime splits each slice over threads (few rows) or runs
+ * whole slices (many rows): rows * n floats, row i holding pattern i % 2. */
+static void sum_rows(int64_t rows, float *out)
 {
     nnk_module *m;
     OK(nnk_module_compile(NULL, "reduction total(x: f32[]) -> (r: f32) { r = sum(x); }", NULL, &m));
     nnk_kernel *k;
     OK(nnk_module_kernel(m, "total", &k));
-    int64_t n = 1000003, s[] = {2, n};
-    float *x = malloc(sizeof(float) * (size_t)(2 * n));
-    for (int64_t i = 0; i < 2 * n; i++)
-        x[i] = 1.0f / (float)(1 + i % 977);
+    int64_t n = 1000003, s[] = {rows, n};
+    float *x = malloc(sizeof(float) * (size_t)(rows * n));
+    /* values of many magnitudes, so a different order changes the bits */
+    for (int64_t i = 0; i < rows * n; i++) {
+        int64_t j = i % (2 * n);
+        x[i] = (float)((double)(j * 2654435761u % 1000003) * 1e-3 - 500.0) * (j % 7 == 0 ? 1e3f : 1.0f);
+    }
     nnk_array *ax = host_f32(2, s, x), *r;
     nnk_args *a;
     OK(nnk_args_new(&a));
@@ -1175,12 +1180,17 @@ static void sum_bits(float *out)
     OK(nnk_args_axes(a, 1, &ax1));
     OK(nnk_launch(k, a));
     OK(nnk_args_output(a, 0, &r));
-    OK(nnk_array_to_host(r, NNK_F32, out, 2 * sizeof(float)));
+    OK(nnk_array_to_host(r, NNK_F32, out, (size_t)rows * sizeof(float)));
     nnk_array_free(r);
     nnk_array_free(ax);
     nnk_args_free(a);
     nnk_module_free(m);
     free(x);
+}
+
+static void sum_bits(float *out)
+{
+    sum_rows(2, out);
 }
 
 static void test_determinism(void)
@@ -1192,9 +1202,12 @@ static void test_determinism(void)
     setenv("NNK_NUM_THREADS", "1", 1);
     nnk_shutdown();
     sum_bits(one);
+    float whole[16];
+    sum_rows(16, whole); /* 16 rows keep every thread busy: no split */
     unsetenv("NNK_NUM_THREADS");
     nnk_shutdown();
     CU_ASSERT_EQUAL(memcmp(many, one, sizeof one), 0);
+    CU_ASSERT_EQUAL(memcmp(many, whole, sizeof many), 0);
 }
 
 static void test_jit_fn(void)

@@ -109,7 +109,12 @@ enum { NNK_KIND_ELEMENTWISE = 0, NNK_KIND_REDUCTION = 1 };
  *   red_final(plan, phase, o, state, finals): finishes the phase into finals;
  *   red_epilogue(plan, o, r0, r1, finals): writes the tensor outputs for the
  *       reduced range [r0, r1) of o, and the reduced-shape outputs when r0 == 0.
- * The result is the same for every split (deterministic). */
+ * The result has the bits of run() when the ranges are the chunks of
+ * NNK_SPLIT_CHUNK elements from the start of the slice (the last one
+ * shorter) and the chunk states are merged in the pairwise tree's order: a
+ * run of m chunks splits after the largest power of two below m.  (The
+ * chunk is a power-of-two multiple of the generated code's leaves.) */
+#define NNK_SPLIT_CHUNK 32768
 typedef struct nnk_kernel_desc {
     int32_t abi;
     int32_t kind;
