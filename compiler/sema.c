@@ -187,8 +187,21 @@ static Expr *convert(Ctx *x, Expr *e, Type to, bool implicit)
  * it meets (for f16/bf16 in their f32 compute precision). */
 static Expr *promote_to(Ctx *x, Expr *e, Type to)
 {
-    if (is_const(e) && type_is_weak((Type)e->type) && to < T_NSCALAR)
-        return mk_const(x, value_adopt(e->value, to), e->range);
+    if (is_const(e) && type_is_weak((Type)e->type) && to < T_NSCALAR) {
+        Value v = value_adopt(e->value, to);
+        /* a literal that does not fit the integer type it meets wraps, as
+         * C's would; say so (gcc's -Woverflow is on by default too) */
+        if (e->type == T_WINT && type_is_int(to) && value_as_double(v) != value_as_double(e->value)) {
+            Buf b = {0}, w = {0};
+            value_format(e->value, &b, false);
+            value_format(v, &w, false);
+            diag_warning(x->c, e->range, "integer literal %s does not fit '%s'; it becomes %s", b.data, type_name(to),
+                         w.data);
+            buf_free(&b);
+            buf_free(&w);
+        }
+        return mk_const(x, v, e->range);
+    }
     return convert(x, e, to, false);
 }
 
