@@ -337,13 +337,14 @@ void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const 
     }
 }
 
-/* ---- reducers: identity, step, merge and final as statements --------------- */
+/* ---- reducers: identity, step, combine and final as statements ------------- */
 
 bool red_is_arg(const IrReducer *r)
 {
     return r->kind == R_ARGMAX || r->kind == R_ARGMIN;
 }
 
+/* The identity of every reducer but reduce(), whose identity is a node. */
 void emit_red_identity(const IrReducer *r, Buf *out)
 {
     Type a = r->acc_type;
@@ -357,7 +358,8 @@ void emit_red_identity(const IrReducer *r, Buf *out)
         static const char *const hi[] = {"1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX",
                                          "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
         if (type_is_float(a))
-            buf_puts(out, mx ? "-INFINITY" : "INFINITY");
+            buf_puts(out, mx ? (a == T_F64 ? "-(double)INFINITY" : "-INFINITY")
+                             : (a == T_F64 ? "(double)INFINITY" : "INFINITY"));
         else
             buf_puts(out, mx ? lo[a] : hi[a]);
         break;
@@ -368,7 +370,7 @@ void emit_red_identity(const IrReducer *r, Buf *out)
 }
 
 /* acc = acc (+) v, where acc and v have the accumulator type; for
- * argmax/argmin idxv and idx are the index lvalue and the new index.
+ * argmax/argmin idxv and idx are the index lvalue and the element's index.
  * `comb` names reduce()'s combine function (called as comb(p, a, b)). */
 void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
                    const char *idx, Buf *out)
@@ -389,6 +391,7 @@ void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const 
             buf_printf(out, "%s = %s * %s;\n", acc, acc, v);
         break;
     case R_MAX: case R_MIN: {
+        /* a NaN, once taken, stays: v > NaN and v < NaN are false */
         const char *cmp = r->kind == R_MAX ? ">" : "<";
         if (type_is_float(a))
             buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
@@ -410,15 +413,56 @@ void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const 
     }
 }
 
-/* Two partial states: a = a (+) b; max/min keep NaN from either side. */
+/* dst = a combined with b (b covers the elements after a's), for two
+ * partial results; dx, ax, bx: their indices (argmax/argmin).  max/min of
+ * two partial results (both maybe NaN) use the NaN-propagating helpers. */
+void emit_red_combine(const IrReducer *r, const char *comb, const char *dst, const char *a, const char *b,
+                      const char *dx, const char *ax, const char *bx, Buf *out)
+{
+    Type t = r->acc_type;
+    const char *sfx = type_suffix(t);
+    switch (r->kind) {
+    case R_SUM: case R_MEAN:
+        if (type_is_int(t))
+            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", dst, sfx, a, b);
+        else
+            buf_printf(out, "%s = %s + %s;\n", dst, a, b);
+        break;
+    case R_PROD:
+        if (type_is_int(t))
+            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", dst, sfx, a, b);
+        else
+            buf_printf(out, "%s = %s * %s;\n", dst, a, b);
+        break;
+    case R_MAX: case R_MIN:
+        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", dst, r->kind == R_MAX ? "max" : "min", sfx, a, b);
+        break;
+    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", dst, a, b); break;
+    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", dst, a, b); break;
+    case R_ARGMAX: case R_ARGMIN: {
+        /* the earlier (smaller) index wins ties, so the order of a and b
+         * matters only through the indices */
+        const char *fn = r->kind == R_ARGMAX ? "argmax" : "argmin";
+        if (strcmp(dst, a) == 0)
+            buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", fn, sfx, dst, dx, b, bx);
+        else
+            buf_printf(out, "{\n    %s v_ = %s;\n    int64_t i_ = %s;\n    nnk_%s_%s(&v_, &i_, %s, %s);\n    %s = v_;\n    %s = i_;\n}\n",
+                       ctype(t), a, ax, fn, sfx, b, bx, dst, dx);
+        break;
+    }
+    case R_CUSTOM:
+        buf_printf(out, "%s = %s(p, %s, %s);\n", dst, comb, a, b);
+        break;
+    default:
+        nnkc_assert(!"reducer");
+    }
+}
+
+/* a = a followed by b. */
 void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const char *b, const char *ax,
                     const char *bx, Buf *out)
 {
-    if (r->kind == R_MAX || r->kind == R_MIN)
-        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", a, r->kind == R_MAX ? "max" : "min", type_suffix(r->acc_type), a,
-                   b);
-    else
-        emit_red_step(r, comb, a, b, ax, bx, out);
+    emit_red_combine(r, comb, a, a, b, ax, ax, bx, out);
 }
 
 /* The finished value (compute type of the result) from a state. */

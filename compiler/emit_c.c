@@ -491,159 +491,50 @@ static void elementwise(const Gen *g, TDict *d)
 
 /* ---- reductions ------------------------------------------------------------------ */
 
-static bool is_arg(const IrReducer *r) { return r->kind == R_ARGMAX || r->kind == R_ARGMIN; }
+static bool is_arg(const IrReducer *r) { return red_is_arg(r); }
+
+/* The name of reduce()'s combine function of reducer ri. */
+static const char *comb_name(const Gen *g, int ri)
+{
+    return arena_printf(g->c->arena, "%s__comb%d", g->in->name, ri);
+}
 
 /* The identity of reducer r as an expression of its accumulator type. */
 static const char *acc_ident(const Gen *g, const IrReducer *r)
 {
-    Type a = r->acc_type;
     Buf s = {0};
-    switch (r->kind) {
-    case R_SUM: case R_MEAN: case R_ANY: emit_literal(value_int(a, 0), a, &s); break;
-    case R_PROD: case R_ALL: emit_literal(value_int(a, 1), a, &s); break;
-    case R_MAX:
-    case R_MIN: {
-        bool mx = r->kind == R_MAX;
-        if (type_is_float(a))
-            buf_puts(&s, mx ? (a == T_F64 ? "-(double)INFINITY" : "-INFINITY") : (a == T_F64 ? "(double)INFINITY" : "INFINITY"));
-        else if (a == T_BOOL)
-            buf_puts(&s, mx ? "0" : "1");
-        else {
-            static const char *const lo[] = {"0", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "0", "0", "0", "0"};
-            static const char *const hi[] = {"1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX",
-                                             "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
-            buf_puts(&s, mx ? lo[a] : hi[a]);
-        }
-        break;
-    }
-    case R_ARGMAX: case R_ARGMIN: buf_puts(&s, "0"); break;
-    case R_CUSTOM: {
+    if (r->kind == R_CUSTOM) {
         /* the identity node: a constant, or computed in the init prologue */
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
         emit_ref(&ac, r->ident, &s);
-        break;
-    }
-    default: nnkc_assert(!"reducer");
+    } else {
+        emit_red_identity(r, &s);
     }
     return bufstr(g->c, &s);
 }
 
-/* acc (an lvalue) = acc combined with v (an rvalue of the accumulator type);
- * idxv and idx: the index lvalue and the element's index (arg reducers). */
 static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv,
                      const char *idx, Buf *out)
 {
-    Type a = r->acc_type;
-    const char *sfx = type_suffix(a);
-    switch (r->kind) {
-    case R_SUM: case R_MEAN:
-        if (type_is_int(a))
-            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", acc, sfx, acc, v);
-        else
-            buf_printf(out, "%s = %s + %s;\n", acc, acc, v);
-        break;
-    case R_PROD:
-        if (type_is_int(a))
-            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", acc, sfx, acc, v);
-        else
-            buf_printf(out, "%s = %s * %s;\n", acc, acc, v);
-        break;
-    case R_MAX: case R_MIN: {
-        /* a NaN, once taken, stays: v > NaN and v < NaN are false */
-        const char *cmp = r->kind == R_MAX ? ">" : "<";
-        if (type_is_float(a))
-            buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
-        else
-            buf_printf(out, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
-        break;
-    }
-    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", acc, acc, v); break;
-    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", acc, acc, v); break;
-    case R_ARGMAX: case R_ARGMIN:
-        buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin", sfx, acc, idxv, v,
-                   idx);
-        break;
-    case R_CUSTOM:
-        buf_printf(out, "%s = %s__comb%d(p, %s, %s);\n", acc, g->in->name, ri, acc, v);
-        break;
-    default:
-        nnkc_assert(!"reducer");
-    }
+    emit_red_step(r, comb_name(g, ri), acc, v, idxv, idx, out);
 }
 
-/* dst = a combined with b (b covers the elements after a's), for two
- * partial results; dx, ax, bx: their indices (argmax/argmin).  max/min of
- * two partial results (both maybe NaN) use the NaN-propagating helpers. */
 static void acc_combine(const Gen *g, int ri, const IrReducer *r, const char *dst, const char *a, const char *b,
                         const char *dx, const char *ax, const char *bx, Buf *out)
 {
-    Type t = r->acc_type;
-    const char *sfx = type_suffix(t);
-    switch (r->kind) {
-    case R_SUM: case R_MEAN:
-        if (type_is_int(t))
-            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", dst, sfx, a, b);
-        else
-            buf_printf(out, "%s = %s + %s;\n", dst, a, b);
-        break;
-    case R_PROD:
-        if (type_is_int(t))
-            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", dst, sfx, a, b);
-        else
-            buf_printf(out, "%s = %s * %s;\n", dst, a, b);
-        break;
-    case R_MAX: case R_MIN:
-        buf_printf(out, "%s = nnk_%s_%s(%s, %s);\n", dst, r->kind == R_MAX ? "max" : "min", sfx, a, b);
-        break;
-    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", dst, a, b); break;
-    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", dst, a, b); break;
-    case R_ARGMAX: case R_ARGMIN: {
-        /* the earlier (smaller) index wins ties, so the order of a and b
-         * matters only through the indices */
-        const char *fn = r->kind == R_ARGMAX ? "argmax" : "argmin";
-        if (strcmp(dst, a) == 0)
-            buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", fn, sfx, dst, dx, b, bx);
-        else
-            buf_printf(out, "{\n    %s v_ = %s;\n    int64_t i_ = %s;\n    nnk_%s_%s(&v_, &i_, %s, %s);\n    %s = v_;\n    %s = i_;\n}\n",
-                       ctype(t), a, ax, fn, sfx, b, bx, dst, dx);
-        break;
-    }
-    case R_CUSTOM:
-        buf_printf(out, "%s = %s__comb%d(p, %s, %s);\n", dst, g->in->name, ri, a, b);
-        break;
-    default:
-        nnkc_assert(!"reducer");
-    }
+    emit_red_combine(r, comb_name(g, ri), dst, a, b, dx, ax, bx, out);
 }
 
 static void acc_merge(const Gen *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
                       const char *bx, Buf *out)
 {
-    acc_combine(g, ri, r, a, a, b, ax, ax, bx, out);
+    emit_red_merge(r, comb_name(g, ri), a, b, ax, bx, out);
 }
 
-/* The final value of reducer r from its accumulator, as its result's compute type. */
 static void acc_final(const IrReducer *r, const char *acc, const char *idxv, Buf *out)
 {
-    Type res = type_compute(r->res_type);
-    switch (r->kind) {
-    case R_MEAN:
-        if (type_is_float(r->acc_type)) {
-            Buf q = {0};
-            buf_printf(&q, "%s / (%s)n_red", acc, ctype(r->acc_type));
-            emit_convert(r->acc_type, res, q.data, out);
-            buf_free(&q);
-        } else {
-            buf_printf(out, "(double)%s / (double)n_red", acc);
-        }
-        break;
-    case R_ARGMAX: case R_ARGMIN:
-        buf_puts(out, idxv);
-        break;
-    default:
-        emit_convert(r->acc_type, res, acc, out);
-    }
+    emit_red_final(r, acc, idxv, "n_red", out);
 }
 
 /* reduce(e, identity, |a, b| combine): the combine as a function of two

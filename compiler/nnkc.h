@@ -550,6 +550,8 @@ bool red_is_arg(const IrReducer *r);
 void emit_red_identity(const IrReducer *r, Buf *out);
 void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
                    const char *idx, Buf *out);
+void emit_red_combine(const IrReducer *r, const char *comb, const char *dst, const char *a, const char *b,
+                      const char *dx, const char *ax, const char *bx, Buf *out);
 void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const char *b, const char *ax,
                     const char *bx, Buf *out);
 void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const char *n, Buf *out);
