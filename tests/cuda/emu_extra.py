@@ -15,6 +15,7 @@ os.environ["NNK_EMU_FULL"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emu_conformance as E  # noqa: E402
 C = E.C
+E.install()
 
 rng = np.random.default_rng(7)
 K = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "emu_extra.nnk")

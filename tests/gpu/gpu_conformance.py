@@ -1,0 +1,244 @@
+"""gpu_conformance - the numeric conformance suite of the C back end
+(tests/conformance) with every NAME_strided call also run on a GPU through
+libnnk and the cuda extension (the kernel's .nnk source compiled by
+nnk_module_compile, instantiated for the call's dtypes, generated CUDA
+compiled by NVRTC, launched through dispatch.c), compared with the C result:
+
+  * elementwise: integers and bools exactly, floats within MATH_ULP ulp
+    (the GPU's libm, libdevice, is not glibc's; f16/bf16 within 1 ulp);
+  * reductions: as tests/cuda/emu_conformance.py (different summation
+    orders), plus MATH_ULP.
+
+Inputs go to the device as contiguous arrays (the strided kernels are
+covered by test_device_views here and by the emulation tests).
+
+    gpu_conformance.py [--ext cuda|cudnn|cpu] TEST_MODULE.py [-k SUBSTRING]
+    gpu_conformance.py [--ext ...] --views      test_device_views only
+
+--ext cpu runs the same path on the cpu extension (the C JIT), which checks
+this driver on a machine without a GPU.  Environment: as nnkconf, plus
+NNK_LIBNNK (libnnk.so, default $top_builddir/.libs/libnnk.so.0).
+"""
+import ctypes
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "cuda"))
+sys.path.insert(0, HERE)
+import emu_conformance as E  # noqa: E402  (helpers only: nothing is emulated here)
+import nnkrt  # noqa: E402
+
+C = E.C
+MATH_ULP = 64
+
+
+class Stats:
+    calls = 0
+    seconds = 0.0
+    instances = set()
+
+
+class Gpu:
+    rt = None
+    ext_name = "cuda"
+    ext = None
+    ctx = None
+    modules = {}      # C .so -> (nnk module, {instance: kernel name})
+
+
+def setup(ext_name):
+    build = os.environ.get("top_builddir") or os.getcwd()
+    Gpu.rt = nnkrt.Runtime(os.environ.get("NNK_LIBNNK") or nnkrt.find_libnnk(build))
+    Gpu.ext_name = ext_name
+    Gpu.ext = Gpu.rt.extension(ext_name)
+    n = Gpu.rt.device_count(Gpu.ext)
+    print("# extension %s: %d device%s: %s" % (ext_name, n, "" if n == 1 else "s", Gpu.rt.status(Gpu.ext) or
+                                                ", ".join(d[1] for d in Gpu.rt.devices(Gpu.ext))), flush=True)
+    if n == 0:
+        raise SystemExit("gpu_conformance: extension %s has no devices: %s" % (ext_name, Gpu.rt.status(Gpu.ext)))
+    Gpu.ctx = Gpu.rt.context(ext_name, "device_id=0")
+    print("# context: %s" % Gpu.rt.context_str(Gpu.ctx), flush=True)
+
+
+_orig_build = C.build
+
+
+def _build(path, extra_nnkc=(), cflags=None, tag=""):
+    so, cfile = _orig_build(path, extra_nnkc, cflags, tag)
+    if so not in Gpu.modules:
+        src = path if os.path.isabs(path) else os.path.join(C.HERE, path)
+        dirs = [os.path.dirname(src)] + [a[2:] for a in extra_nnkc if a.startswith("-I") and len(a) > 2]
+        with open(src) as f:
+            text = f.read()
+        Gpu.modules[so] = Gpu.rt.module(Gpu.ctx, text, "include_dirs=%s name=%s" % (":".join(dirs), os.path.basename(src)))
+    return so, cfile
+
+
+def _scalar_value(p, a):
+    v = a.value
+    if p.dtype == "f16":
+        return float(np.array([v], dtype=np.uint16).view(np.float16)[0])
+    if p.dtype == "bf16":
+        return float(C.bf16_to_f32(np.array([v], dtype=np.uint16))[0])
+    if p.dtype in ("f32", "f64"):
+        return float(v)
+    return int(v)
+
+
+class GpuStrided:
+    """Stands in for NAME_strided: the C code, then the same call on the GPU."""
+
+    def __init__(self, k, real, module, kernel_name):
+        self.k, self.real, self.module, self.kernel_name = k, real, module, kernel_name
+        self.restype = real.restype
+
+    def __call__(self, *ordered):
+        k, rt = self.k, Gpu.rt
+        naxes, axes, views, scalars, nin = E.parse_call(k, ordered)
+        tparams = [p for p in k.inputs if p.tensor]
+        # the inputs before the C code runs: an output may be an input (in place)
+        ins = [np.array(E._view_array(v, C.NP[p.dtype])[0], order="C") for v, p in zip(views[:nin], tparams)]
+        rc = self.real(*ordered)
+        if rc != 0:
+            return rc
+        want = [E._view_array(v, C.NP[p.dtype])[0].copy() for v, p in zip(views[nin:], k.outputs)]
+        axes_l = None if axes is None else [axes[i] for i in range(naxes)]
+        nred = 1
+        if k.reduction and nin:
+            shape = ins[0].shape if ins else ()
+            nd = len(shape)
+            for i in (range(nd) if axes_l is None else {(a + nd) % nd for a in axes_l}):
+                nred *= max(shape[i], 1)
+        t0 = time.time()
+        arrays, outs = [], []
+        try:
+            vals, si = [], 0
+            ti = 0
+            for p in k.inputs:
+                if p.tensor:
+                    a = rt.from_numpy(Gpu.ctx, ins[ti], dtype=p.dtype)
+                    arrays.append(a)
+                    vals.append(a)
+                    ti += 1
+                else:
+                    vals.append(_scalar_value(p, scalars[si][1]))
+                    si += 1
+            for p, w in zip(k.outputs, want):
+                o = rt.new(Gpu.ctx, p.dtype, list(w.shape))
+                arrays.append(o)
+                outs.append(o)
+            kern = self.module.kernel(self.kernel_name)
+            res = rt.launch(kern, vals, outs, axes=axes_l)
+            for r in res:
+                rt.free(r)
+            got = [rt.to_numpy(o).view(C.NP[p.dtype]) for o, p in zip(outs, k.outputs)]
+        except nnkrt.NnkError as e:
+            raise AssertionError("%s on %s: %s" % (k.name, Gpu.ext_name, e))
+        finally:
+            for a in arrays:
+                rt.free(a)
+            Stats.seconds += time.time() - t0
+        Stats.calls += 1
+        Stats.instances.add(k.name)
+        E.compare(k, want, got, ins, nred, (0, 0, 0), where="%s on %s" % (k.name, Gpu.ext_name),
+                  math_ulp=0 if Gpu.ext_name == "cpu" else MATH_ULP)
+        return rc
+
+
+_orig_init = C.Kernel.__init__
+
+
+def _init(self, lib, name):
+    _orig_init(self, lib, name)
+    m = Gpu.modules.get(lib._name)
+    if m is not None:
+        kernel_name = C.KernelDesc.in_dll(lib, name + "__desc").kernel.decode()
+        self.strided = GpuStrided(self, self.strided, m, kernel_name)
+
+
+def install():
+    C.build = _build
+    C.Kernel.__init__ = _init
+
+
+# ---- device views: strided kernels on the GPU ------------------------------------------
+
+VIEWS_SRC = """
+elementwise scale<T: float>(x: T[], a: T) -> (y: T[]) { y = a * x; }
+reduction rsum<T: float>(x: T[]) -> (r: T) { r = sum(x); }
+reduction softmax<T: float>(x: T[]) -> (y: T[]) { let m = max(x); let s = sum(exp(x - m)); y = exp(x - m) / s; }
+"""
+
+
+def test_device_views():
+    """Transposed device arrays (strided kernels: ew_s, thread-per-output
+    and split reductions) against numpy."""
+    rt, ctx = Gpu.rt, Gpu.ctx
+    m = rt.module(ctx, VIEWS_SRC, "name=views.nnk")
+    rng = np.random.default_rng(5)
+    for shape in ((257, 3), (3, 1031), (64, 4097), (2, 100003)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        d = rt.from_numpy(ctx, x)
+        t = rt.permute(d, [1, 0])
+        xt = x.T
+        y = rt.launch(m.kernel("scale"), [t, 1.5])[0]
+        C.close(rt.to_numpy(y), (np.float32(1.5) * xt).astype(np.float32), "f32", what="scale of a transposed %s" % (shape,))
+        rt.free(y)
+        for axis in (0, 1):
+            r = rt.launch(m.kernel("rsum"), [t], axes=[axis])[0]
+            want = xt.astype(np.float64).sum(axis=axis)
+            got = rt.to_numpy(r)
+            C.check(np.allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(xt.shape[axis])),
+                    "rsum over axis %d of a transposed %s" % (axis, shape))
+            rt.free(r)
+            s = rt.launch(m.kernel("softmax"), [t], axes=[axis])[0]
+            e = np.exp(xt.astype(np.float64) - xt.max(axis=axis, keepdims=True))
+            C.close(rt.to_numpy(s), (e / e.sum(axis=axis, keepdims=True)).astype(np.float32), "f32", ulp=64,
+                    atol=1e-6, what="softmax over axis %d of a transposed %s" % (axis, shape))
+            rt.free(s)
+        rt.free(t)
+        rt.free(d)
+
+
+def main():
+    argv = sys.argv[1:]
+    ext = "cuda"
+    if len(argv) >= 2 and argv[0] == "--ext":
+        ext = argv[1]
+        argv = argv[2:]
+    if not argv:
+        print(__doc__)
+        return 2
+    setup(ext)
+    t0 = time.time()
+    if argv[0] == "--views":
+        rc = C.main({"test_device_views": test_device_views}, argv[1:])
+    else:
+        install()
+        path = argv[0] if os.path.exists(argv[0]) else os.path.join(SRCDIR, "tests", "conformance", argv[0])
+        sys.path.insert(0, os.path.dirname(path))
+        import importlib
+        mod = importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+        sys.argv = [path] + argv[1:]
+        tests = dict(vars(mod))
+        for name in os.environ.get("NNK_GPU_SKIP", "").split(","):
+            if name.strip() in tests:
+                del tests[name.strip()]
+                print("# skipped: %s (NNK_GPU_SKIP)" % name.strip(), flush=True)
+        rc = C.main(tests, argv[1:])
+        print("# on %s: %d calls of %d instances, %.1fs on the device side, %.1fs in all" % (
+            ext, Stats.calls, len(Stats.instances), Stats.seconds, time.time() - t0), flush=True)
+        if Stats.calls == 0:
+            print("# nothing ran on %s" % ext)
+            rc = 1
+    Gpu.rt.lib.nnk_context_free(Gpu.ctx)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
