@@ -1,11 +1,13 @@
 #!/bin/sh
-# emu-conformance.sh: the generated CUDA of the conformance kernels on the
-# CUDA emulation layer, through the GPU's dispatch, against the C back end
-# (emu_conformance.py): the numeric suites of tests/conformance
-# (test_elementwise.py, test_reduction.py, test_half.py) with every
-# NAME_strided call also emulated, then emu_extra.py (odd sizes, every
-# dispatch knob).  Prints the time of each part.  Exit 77 (skipped) when
-# there is no python3 with numpy.
+# emu-conformance.sh [PART...]: the generated CUDA of the conformance
+# kernels on the CUDA emulation layer, through the GPU's dispatch, against
+# the C back end (emu_conformance.py): the numeric suites of
+# tests/conformance (test_half.py, test_elementwise.py, test_reduction.py)
+# with every NAME_strided call also emulated, and emu_extra.py (odd sizes,
+# every dispatch knob).  PARTs are those file names (default: all); make
+# check runs them as three tests (emu-*.sh) so that make -j spreads them.
+# Prints the time of each part.  Exit 77 (skipped) when there is no
+# python3 with numpy.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 py=${PYTHON_NUMPY:-}
@@ -23,13 +25,15 @@ NNKCONF_WORK=$top_builddir/tests/cuda/work
 export top_srcdir top_builddir NNKCONF_WORK
 status=0
 start=$(date +%s)
-for t in test_half.py test_elementwise.py test_reduction.py; do
+[ $# -gt 0 ] || set -- test_half.py test_elementwise.py test_reduction.py emu_extra.py
+for t in "$@"; do
 	t0=$(date +%s)
-	"$py" "$top_srcdir/tests/cuda/emu_conformance.py" "$t" || status=1
+	if [ "$t" = emu_extra.py ]; then
+		"$py" "$top_srcdir/tests/cuda/emu_extra.py" || status=1
+	else
+		"$py" "$top_srcdir/tests/cuda/emu_conformance.py" "$t" || status=1
+	fi
 	echo "emu-conformance: $t: $(( $(date +%s) - t0 ))s"
 done
-t0=$(date +%s)
-"$py" "$top_srcdir/tests/cuda/emu_extra.py" || status=1
-echo "emu-conformance: emu_extra.py: $(( $(date +%s) - t0 ))s"
-echo "emu-conformance: all in $(( $(date +%s) - start ))s"
+echo "emu-conformance: $* in $(( $(date +%s) - start ))s"
 exit $status

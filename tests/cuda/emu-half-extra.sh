@@ -1,0 +1,4 @@
+#!/bin/sh
+# emu-half-extra.sh: part of tests/cuda/emu-conformance.sh (test_half.py emu_extra.py), a test of its own
+# so that make -j runs the parts side by side.
+exec "$(dirname "$0")/emu-conformance.sh" test_half.py emu_extra.py
