@@ -200,6 +200,10 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     const IrKernel *k = o->k;
     const char *name = o->in->name;
     tsetf(d, "nphases", "%d", k->nphases);
+    bool has_arg = false;
+    for (int ri = 0; ri < k->nreds; ri++)
+        has_arg |= red_is_arg(&k->reds[ri]);
+    tset(d, "cu_flags", has_arg ? "1" : "0"); /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
     Buf combs = {0};
     combine_functions(c, o, name, &combs);
     tset(d, "combine_fns", dup(c, &combs));

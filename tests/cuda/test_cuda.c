@@ -100,6 +100,20 @@ static void test_reduce_op(void)
     free(err);
     CHECK((int)NNKC_REDUCE_NORM2 == (int)NNK_REDUCE_NORM2 && (int)NNKC_REDUCE_SUM == (int)NNK_REDUCE_SUM,
           "libnnkc's and the extension ABI's values agree");
+    /* NAME__cu_sizes ends with the flags: 1 for argmax/argmin (the cuda
+     * extension refuses their empty slices, as the runtime does for C) */
+    Type none[1] = {T_NONE};
+    code = nnkc_module_emit(m, "rargmax", none, NULL, NNKC_TARGET_CUDA, &sym, &err);
+    CHECK(code && strstr(code, "rargmax__cu_sizes[] = {\n    1, (int32_t)sizeof(rargmax__fin),\n    (int32_t)sizeof(rargmax__s1),\n    1,\n};"),
+          "argmax flagged in NAME__cu_sizes");
+    free(code);
+    free(sym);
+    free(err);
+    code = nnkc_module_emit(m, "rsum", t32, NULL, NNKC_TARGET_CUDA, &sym, &err);
+    CHECK(code && strstr(code, "(int32_t)sizeof(rsum_f32__s1),\n    0,\n};"), "no flag for a sum");
+    free(code);
+    free(sym);
+    free(err);
     nnkc_module_free(m);
 }
 

@@ -583,6 +583,8 @@ static nnk_status module_load(cu_state *S, int32_t d, const void *image, const c
         m->sizes.finals_size = buf[1];
         for (int i = 0; i < buf[0]; i++)
             m->sizes.state_size[i] = buf[2 + i];
+        /* the flags after the states (code from older nnkc has none) */
+        m->argmax = (size_t)(3 + buf[0]) * 4 <= bytes && (buf[2 + buf[0]] & 1);
     }
     m->refs = 1;
     *out = m;
@@ -1034,6 +1036,10 @@ static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan
 nnk_status cu_launch(cu_state *S, int32_t device, const nnk_ext_kernel *k, const nnk_plan *plan)
 {
     cu_kernel *ck = k->handle;
+    /* linked descriptors say so themselves (the runtime checks them);
+     * compiled code says it in NAME__cu_sizes */
+    if (ck->m->argmax && plan->nreduced == 0 && plan->nkept > 0)
+        return S->host->set_error(NNK_ESHAPE, "kernel '%s': argmax/argmin of an empty slice", ck->m->prefix);
     nnk_status s = cu_enter(S, device);
     if (s)
         return s;

@@ -49,6 +49,7 @@ typedef struct cu_module {
     long refs;
     char prefix[128];            /* kernel names are PREFIX__ew_c, ... */
     int reduction;
+    int argmax;                  /* an argmax/argmin: an empty slice is an error */
     nnk_cuda_sizes sizes;
     CUfunction fn[CU_NSUFFIX];
 } cu_module;
