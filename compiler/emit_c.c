@@ -371,6 +371,50 @@ static void scalar_lists(const Gen *g, TDict *d)
 
 /* ---- elementwise -------------------------------------------------------------- */
 
+/* s with every `from` replaced by `to`, into out. */
+static void replace_all(const char *s, const char *from, const char *to, Buf *out)
+{
+    size_t n = strlen(from);
+    for (const char *p; (p = strstr(s, from)); s = p + n) {
+        buf_put(out, s, (size_t)(p - s));
+        buf_puts(out, to);
+    }
+    buf_puts(out, s);
+}
+
+/* The f32 helpers with a fast form valid in a range (vmath.h): the
+ * contiguous loop calls the fast form, which ORs a flag for arguments out
+ * of range into rng_, and recomputes the block with the exact form when it
+ * is set.  Outputs go to a block buffer first, so that an output which is
+ * also an input still reads the input then. */
+static const char *const ranged_helpers[] = {"nnk_sin_f32(", "nnk_cos_f32("};
+
+static bool uses_ranged(const char *body)
+{
+    for (size_t i = 0; i < sizeof ranged_helpers / sizeof *ranged_helpers; i++)
+        if (body && strstr(body, ranged_helpers[i]))
+            return true;
+    return false;
+}
+
+static void ranged_fast(const char *body, Buf *out)
+{
+    Buf cur = {0};
+    buf_puts(&cur, body ? body : "");
+    for (size_t i = 0; i < sizeof ranged_helpers / sizeof *ranged_helpers; i++) {
+        const char *h = ranged_helpers[i];
+        Buf to = {0}, next = {0};
+        buf_put(&to, h, strlen(h) - 1);  /* nnk_sin_f32 */
+        buf_puts(&to, "r(&rng_, ");      /* nnk_sin_f32r(&rng_, x) */
+        replace_all(cur.data, h, to.data, &next);
+        buf_free(&cur);
+        buf_free(&to);
+        cur = next;
+    }
+    buf_puts(out, cur.data ? cur.data : "");
+    buf_free(&cur);
+}
+
 static void elementwise(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
@@ -384,10 +428,12 @@ static void elementwise(const Gen *g, TDict *d)
 
     Mode mc = M_EW_CONTIG, ms = M_EW_STRIDED;
     EmitAccess ac = access_for(g, &mc), as = access_for(g, &ms);
-    Buf uni = {0}, cb = {0}, sb = {0};
+    Buf uni = {0}, cb = {0}, sb = {0}, elem = {0}, rb = {0}, rdecl = {0}, rstore = {0};
     emit_level(&ac, nd.in, L_CONST, L_ROW, &uni);
-    emit_level(&ac, nd.in, L_ELEM, L_ELEM, &cb);
+    emit_level(&ac, nd.in, L_ELEM, L_ELEM, &elem);
     emit_level(&as, nd.in, L_ELEM, L_ELEM, &sb);
+    buf_puts(&cb, elem.data ? elem.data : "");
+    buf_puts(&rb, elem.data ? elem.data : "");
     for (int i = 0; i < k->nouts; i++) {
         const IrOutput *o = &k->outs[i];
         int op = k->nloads + i;
@@ -396,6 +442,11 @@ static void elementwise(const Gen *g, TDict *d)
         buf_printf(&cb, "p%d[i] = ", op);
         emit_store(o->type, o->storage, v.data, &cb);
         buf_puts(&cb, ";\n");
+        buf_printf(&rb, "o%d_[j] = ", op);
+        emit_store(o->type, o->storage, v.data, &rb);
+        buf_puts(&rb, ";\n");
+        buf_printf(&rdecl, "%s o%d_[NNK_BLOCK];\n", stype(o->storage), op);
+        buf_printf(&rstore, "p%d[b + j] = o%d_[j];\n", op, op);
         buf_printf(&sb, "p%d[i * d%d] = ", op, op);
         emit_store(o->type, o->storage, v.data, &sb);
         buf_puts(&sb, ";\n");
@@ -404,6 +455,21 @@ static void elementwise(const Gen *g, TDict *d)
     tset(d, "uniform_code", bufstr(g->c, &uni));
     tset(d, "contig_body", bufstr(g->c, &cb));
     tset(d, "strided_body", bufstr(g->c, &sb));
+    bool ranged = uses_ranged(elem.data);
+    tbool(d, "ranged", ranged);
+    if (ranged) {
+        Buf fast = {0};
+        ranged_fast(rb.data, &fast);
+        tset(d, "ranged_decls", bufstr(g->c, &rdecl));
+        tset(d, "ranged_fast_body", bufstr(g->c, &fast));
+        tset(d, "ranged_exact_body", bufstr(g->c, &rb));
+        tset(d, "ranged_stores", bufstr(g->c, &rstore));
+    } else {
+        buf_free(&rb);
+        buf_free(&rdecl);
+        buf_free(&rstore);
+    }
+    buf_free(&elem);
 
     /* parameter and argument lists: idx, used scalars, used operands */
     Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, ptrs = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0},

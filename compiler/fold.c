@@ -10,8 +10,11 @@
 #include "nnkc.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../templates/c/vmath.h" /* the generated code's f32 exp, log, sin, ... */
 
 const BuiltinInfo builtin_info[B_COUNT] = {
 #define BUILTIN(id, name, lo, hi, rule) {name, lo, hi, rule},
@@ -381,15 +384,15 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     case B_SQRT: return f32 ? sqrtf((float)x[0]) : sqrt(x[0]);
     case B_RSQRT: return f32 ? 1.0f / sqrtf((float)x[0]) : 1.0 / sqrt(x[0]);
     case B_CBRT: return f32 ? cbrtf((float)x[0]) : cbrt(x[0]);
-    case B_EXP: return f32 ? expf((float)x[0]) : exp(x[0]);
+    case B_EXP: return f32 ? nnk_vm_exp((float)x[0]) : exp(x[0]);
     case B_EXP2: return f32 ? exp2f((float)x[0]) : exp2(x[0]);
-    case B_EXPM1: return f32 ? expm1f((float)x[0]) : expm1(x[0]);
-    case B_LOG: return f32 ? logf((float)x[0]) : log(x[0]);
+    case B_EXPM1: return f32 ? nnk_vm_expm1((float)x[0]) : expm1(x[0]);
+    case B_LOG: return f32 ? nnk_vm_log((float)x[0]) : log(x[0]);
     case B_LOG2: return f32 ? log2f((float)x[0]) : log2(x[0]);
     case B_LOG10: return f32 ? log10f((float)x[0]) : log10(x[0]);
-    case B_LOG1P: return f32 ? log1pf((float)x[0]) : log1p(x[0]);
-    case B_SIN: return f32 ? sinf((float)x[0]) : sin(x[0]);
-    case B_COS: return f32 ? cosf((float)x[0]) : cos(x[0]);
+    case B_LOG1P: return f32 ? nnk_vm_log1p((float)x[0]) : log1p(x[0]);
+    case B_SIN: return f32 ? nnk_vm_sin((float)x[0]) : sin(x[0]);
+    case B_COS: return f32 ? nnk_vm_cos((float)x[0]) : cos(x[0]);
     case B_TAN: return f32 ? tanf((float)x[0]) : tan(x[0]);
     case B_ASIN: return f32 ? asinf((float)x[0]) : asin(x[0]);
     case B_ACOS: return f32 ? acosf((float)x[0]) : acos(x[0]);
@@ -397,7 +400,7 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     case B_ATAN2: return f32 ? atan2f((float)x[0], (float)x[1]) : atan2(x[0], x[1]);
     case B_SINH: return f32 ? sinhf((float)x[0]) : sinh(x[0]);
     case B_COSH: return f32 ? coshf((float)x[0]) : cosh(x[0]);
-    case B_TANH: return f32 ? tanhf((float)x[0]) : tanh(x[0]);
+    case B_TANH: return f32 ? nnk_vm_tanh((float)x[0]) : tanh(x[0]);
     case B_ASINH: return f32 ? asinhf((float)x[0]) : asinh(x[0]);
     case B_ACOSH: return f32 ? acoshf((float)x[0]) : acosh(x[0]);
     case B_ATANH: return f32 ? atanhf((float)x[0]) : atanh(x[0]);
@@ -416,7 +419,7 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     case B_MAX: return fmax_nan(x[0], x[1]);
     case B_CLAMP: return fmin_nan(fmax_nan(x[0], x[1]), x[2]);
     case B_FMA: return f32 ? fmaf((float)x[0], (float)x[1], (float)x[2]) : fma(x[0], x[1], x[2]);
-    case B_SIGMOID: return f32 ? 1.0f / (1.0f + expf(-(float)x[0])) : 1.0 / (1.0 + exp(-x[0]));
+    case B_SIGMOID: return f32 ? nnk_vm_sigmoid((float)x[0]) : 1.0 / (1.0 + exp(-x[0]));
     case B_RELU: return x[0] != x[0] ? x[0] : x[0] > 0 ? x[0] : 0.0;
     case B_COPYSIGN: return copysign(x[0], x[1]);
     default: nnkc_assert(!"not a float builtin"); return 0;

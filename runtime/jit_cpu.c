@@ -41,7 +41,8 @@ static struct {
     pthread_mutex_t lock;
     jit_entry *entries;
     char *cc;               /* the compiler the identity belongs to */
-    char *cc_identity;
+    char *cc_identity;      /* its --version and the target macros of host_flags */
+    char *host_flags;       /* flags for this machine's CPU the compiler accepts ("" for none) */
     nnk_jit_stats stats;
     unsigned long serial;   /* unique temporary names */
 } jit = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -115,12 +116,66 @@ static const char *compiler_command(void)
     return cc && *cc ? cc : NNK_DEFAULT_CC;
 }
 
-/* `$NNK_CC --version`, once per process and compiler; with jit.lock held. */
+/* The flags that tune generated code for this machine (the JIT runs what
+ * it compiles where it compiles it): the first candidate the compiler
+ * accepts.  -march=native gives AVX2 (8 floats per vector instead of
+ * SSE2's 4), F16C, ... where the CPU has them; gcc's dynamic vectorizer
+ * cost model vectorizes the vector-math loops that -O2's "very cheap" one
+ * leaves scalar.  Neither changes a result: the generated code is compiled
+ * with -ffp-contract=off, so no multiply-add is fused, and vmath.h uses
+ * only correctly rounded operations (docs/c-backend.md).  The macros the
+ * compiler predefines with them (__AVX2__, __F16C__, ...) join the cache
+ * key, so a cache shared between machines never hands an object built for
+ * one CPU to another.  NNK_JIT_NATIVE=0 turns this off (portable code, as
+ * nnkc -c compiles). */
+static const char *const host_candidates[] = {
+    "-march=native -fvect-cost-model=dynamic", /* gcc */
+    "-march=native",                           /* clang, and compilers without the cost model flag */
+};
+
+/* With jit.lock held: finds the host flags of `cc` (argv of its words);
+ * appends the target macros to `id`. */
+static void probe_host_flags(char **argv, int n, rt_str *id)
+{
+    free(jit.host_flags);
+    jit.host_flags = NULL;
+    const char *env = getenv("NNK_JIT_NATIVE");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    for (size_t c = 0; c < sizeof host_candidates / sizeof host_candidates[0]; c++) {
+        char *copy, *fargv[8];
+        int nf = split_words(host_candidates[c], &copy, fargv, 8);
+        if (nf < 0)
+            return;
+        int m = n;
+        for (int i = 0; i < nf; i++)
+            argv[m++] = fargv[i];
+        const char *tail[] = {"-E", "-dM", "-x", "c", "/dev/null"};
+        for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+            argv[m++] = (char *)tail[i];
+        argv[m] = NULL;
+        rt_str out = {0};
+        int st = run(argv, &out);
+        free(copy);
+        if (st == 0) {
+            jit.host_flags = rt_strdup(host_candidates[c]);
+            rt_str_add(id, "\n", 1);
+            if (out.s)
+                rt_str_add(id, out.s, strlen(out.s));
+            rt_str_free(&out);
+            return;
+        }
+        rt_str_free(&out);
+    }
+}
+
+/* `$NNK_CC --version` and its host flags, once per process and compiler;
+ * with jit.lock held. */
 static nnk_status compiler_identity(const char *cc, const char **id)
 {
     if (jit.cc && strcmp(jit.cc, cc) == 0)
         return *id = jit.cc_identity, NNK_OK;
-    char *copy, *argv[64];
+    char *copy, *argv[80]; /* the compiler's words, then at most 16 of the probe's */
     int n = split_words(cc, &copy, argv, 62);
     if (n <= 0) {
         free(copy);
@@ -130,6 +185,8 @@ static nnk_status compiler_identity(const char *cc, const char **id)
     argv[n + 1] = NULL;
     rt_str out = {0};
     int st = run(argv, &out);
+    if (st == 0)
+        probe_host_flags(argv, n, &out);
     free(copy);
     if (st != 0) {
         nnk_status s = st < 0 ? NNK_ECOMPILE
@@ -280,7 +337,6 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
 {
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
-    const char *flags = nnkc_c_flags(opt_level);
     const char *cc = compiler_command();
     pthread_mutex_lock(&jit.lock);
     const char *id = NULL;
@@ -289,6 +345,9 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
         pthread_mutex_unlock(&jit.lock);
         return s;
     }
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s%s%s", nnkc_c_flags(opt_level), jit.host_flags ? " " : "",
+             jit.host_flags ? jit.host_flags : "");
     uint8_t digest[32];
     rt_sha256 h;
     rt_sha256_init(&h);
@@ -367,7 +426,8 @@ void rt_jit_shutdown(void)
     drop(true);
     free(jit.cc);
     free(jit.cc_identity);
-    jit.cc = jit.cc_identity = NULL;
+    free(jit.host_flags);
+    jit.cc = jit.cc_identity = jit.host_flags = NULL;
     jit.stats = (nnk_jit_stats){0};
     pthread_mutex_unlock(&jit.lock);
 }
