@@ -1,10 +1,16 @@
 /* exec.c - running a host kernel (nnk_kernel_desc with host code) over a
  * plan on the thread pool.
  *
- * Work is cut into chunks of a fixed size (about what fits a core's L2
- * for one operand), independent of the thread count, so a reduction gives
- * the same bits with any NNK_NUM_THREADS.  Small work runs inline on the
- * caller without waking the pool.
+ * Elementwise work is cut into chunks of CHUNK elements (128 KiB of each
+ * f32 operand: a few operands fit a core's L2).  A reduction split along
+ * its reduced range is cut into NNK_SPLIT_CHUNK pieces from the start of
+ * the slice, independent of the thread count, and merged in a fixed tree,
+ * so it gives the same bits with any NNK_NUM_THREADS.  A reduction split
+ * by output positions computes each position whole (run), whose bits do
+ * not depend on which positions share a task; its tasks are ranges of
+ * whole positions, large enough for the column order (sum over axis 0) to
+ * stream long rows.  Small work runs inline on the caller without waking
+ * the pool.
  */
 #include "internal.h"
 
@@ -14,6 +20,7 @@
 enum {
     CHUNK = 32768,         /* elements per task */
     INLINE_WORK = 16384,   /* below this many elements, no threads */
+    TASKS_PER_THREAD = 2,  /* reductions split by positions: at most this many tasks per thread */
 };
 
 /* ---- elementwise, and reductions split by output positions ---------------- */
@@ -148,8 +155,15 @@ nnk_status rt_host_run(const nnk_kernel_desc *desc, const nnk_plan *plan)
     }
     /* Enough output positions to keep every thread busy: split them (each
      * runs whole, with the same bits as a split slice would give). */
-    if (!desc->red_partial || nkept >= 4 * (int64_t)rt_pool_threads()) {
+    int64_t nthreads = rt_pool_threads();
+    if (!desc->red_partial || nkept >= 4 * nthreads) {
+        /* at least CHUNK elements per task; and at most TASKS_PER_THREAD
+         * tasks per thread, so that the column order reads long runs of
+         * each row (a task's positions), which the prefetchers follow */
         int64_t per = nred > 0 ? CHUNK / nred : CHUNK;
+        int64_t even = (nkept + TASKS_PER_THREAD * nthreads - 1) / (TASKS_PER_THREAD * nthreads);
+        if (per < even)
+            per = even;
         range_job j = {desc, plan, nkept, per > 0 ? per : 1};
         rt_pool_run((nkept + j.per_task - 1) / j.per_task, range_task, &j);
         return NNK_OK;
