@@ -9,8 +9,8 @@ double) in units in the last place of the float result:
 |got - exact| / ulp(exact), where ulp(v) is the spacing of floats in v's
 binade (2^-149 below the normal range).  A correctly rounded function is
 within 0.5.  The bounds this test enforces (BOUND) are the ones
-docs/c-backend.md states; the measured maxima of an exhaustive sweep of
-all 2^32 floats are there too.
+docs/c-backend.md states, with the maxima measured over every 13th float
+(330 million a function).
 
 Special values are exact: NaN gives NaN, +-Inf, overflow to +Inf,
 underflow to 0 (through the subnormals), the sign of zero where the
