@@ -56,7 +56,8 @@ cmp -s "$tmp/cpu.o" "$tmp/nocuda.o" && ok "--no-cuda and no nvcc give the same o
 build_app() { # header dir, object, output, mode
 	inc="-I$1 -I$top_srcdir/runtime/include"
 	if [ "$4" = nnk ]; then
-		$cc -std=c11 -Wall -Wextra -Werror $inc -DWITH_NNK "$top_srcdir/tests/cuda/fatapp.c" "$2" -o "$3" \
+		# a sanitized libnnk wants a sanitized program (ASan first in the link)
+		$cc ${SAN_FLAGS:-} -std=c11 -Wall -Wextra -Werror $inc -DWITH_NNK "$top_srcdir/tests/cuda/fatapp.c" "$2" -o "$3" \
 			-L"$top_builddir/.libs" -lnnk -Wl,-rpath,"$top_builddir/.libs" -lm
 	else
 		$cc -std=c11 -Wall -Wextra -Werror $inc "$top_srcdir/tests/cuda/fatapp.c" "$2" -o "$3" -lm
