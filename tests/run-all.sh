@@ -1,23 +1,41 @@
 #!/bin/sh
-# The whole test suite: a plain build with `make check`, the same under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the release checks.
-# Build trees go to build-test/ and build-san/ in the source tree.
+# The whole test suite:
+#   1. a plain build and `make check`;
+#   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the release: `make dist`, the tarball built without re2c and lemon,
+#      installed, and `make installcheck` (three projects built against the
+#      installed tree: Autotools, CMake, plain make with pkg-config).
+# `make distcheck` runs 1 and 3 in one go; this script splits them so the
+# suite runs once per build.  Build trees go to build-*/ in the source tree.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 [ -x configure ] || ./bootstrap
 
-step() { printf '\n==== %s ====\n' "$*"; }
+start=$(date +%s)
+step() { printf '\n==== %s (at %ds) ====\n' "$*" $(($(date +%s) - start)); }
+
+check() { # build dir, configure options...
+    dir=$1
+    shift
+    mkdir -p "$dir"
+    (cd "$dir" && ../configure -q "$@" && make -s -j"$jobs" &&
+     { make -s -j"$jobs" check || { cat test-suite.log; exit 1; }; })
+}
 
 step "plain build: make check"
-mkdir -p build-test
-(cd build-test && ../configure -q && make -s -j"$jobs" &&
-  { make -s -j"$jobs" check || { cat test-suite.log; exit 1; }; })
+check build-test
 
 step "sanitizers (ASan + UBSan): make check"
-mkdir -p build-san
-(cd build-san && ../configure -q --enable-sanitizers && make -s -j"$jobs" &&
-  { make -s -j"$jobs" check || { cat test-suite.log; exit 1; }; })
+check build-san --enable-sanitizers
+
+step "release: the tarball without re2c and lemon, make install, make installcheck"
+rm -rf build-release
+mkdir -p build-release
+(cd build-test && make -s dist >/dev/null)
+tar -C build-release -xzf build-test/nnk-*.tar.gz
+(cd build-release/nnk-* && ./configure -q --prefix="$top/build-release/inst" RE2C=no LEMON=no &&
+ make -s -j"$jobs" && make -s install >/dev/null && make -s installcheck)
 
 step "all tests passed"
