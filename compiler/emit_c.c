@@ -1026,7 +1026,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     }
     buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
     indent_into(&final, fcopy.data, 4);
-    buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) (4 5) (6 7), then (0 2) (4 6), then (0 4) */\n");
+    buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) ..., then (0 2) (4 6) ..., then (0 4) ... */\n");
     buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
     indent_into(&final, fpair.data, 8);
     buf_puts(&final, "    }\n}\n");

@@ -160,7 +160,8 @@ int main(void)
         {3, {2, 7000, 3}, 1, {1}, 0},    /* [outer, len, inner]: column order, 3 positions */
         {2, {5, 0}, 1, {1}, 0},          /* empty slices */
     };
-    const int64_t chunks[] = {256, 1024, 32768};
+    /* the smallest chunk a caller may take (one leaf), a few leaves, the runtime's */
+    const int64_t chunks[] = {NNK_LEAF, 4 * NNK_LEAF, NNK_SPLIT_CHUNK};
     int bad = 0;
     for (size_t k = 0; k < sizeof ks / sizeof *ks; k++)
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
