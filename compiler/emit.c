@@ -375,42 +375,18 @@ void emit_red_identity(const IrReducer *r, Buf *out)
 void emit_red_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
                    const char *idx, Buf *out)
 {
-    Type a = r->acc_type;
-    const char *sfx = type_suffix(a);
-    switch (r->kind) {
-    case R_SUM: case R_MEAN:
-        if (type_is_int(a))
-            buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", acc, sfx, acc, v);
-        else
-            buf_printf(out, "%s = %s + %s;\n", acc, acc, v);
-        break;
-    case R_PROD:
-        if (type_is_int(a))
-            buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", acc, sfx, acc, v);
-        else
-            buf_printf(out, "%s = %s * %s;\n", acc, acc, v);
-        break;
-    case R_MAX: case R_MIN: {
-        /* a NaN, once taken, stays: v > NaN and v < NaN are false */
-        const char *cmp = r->kind == R_MAX ? ">" : "<";
-        if (type_is_float(a))
-            buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
-        else
-            buf_printf(out, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
-        break;
+    if (r->kind != R_MAX && r->kind != R_MIN) {
+        emit_red_combine(r, comb, acc, acc, v, idxv, idxv, idx, out);
+        return;
     }
-    case R_ANY: buf_printf(out, "%s = (uint8_t)(%s | %s);\n", acc, acc, v); break;
-    case R_ALL: buf_printf(out, "%s = (uint8_t)(%s & %s);\n", acc, acc, v); break;
-    case R_ARGMAX: case R_ARGMIN:
-        buf_printf(out, "nnk_%s_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin", sfx, acc, idxv, v,
-                   idx);
-        break;
-    case R_CUSTOM:
-        buf_printf(out, "%s = %s(p, %s, %s);\n", acc, comb, acc, v);
-        break;
-    default:
-        nnkc_assert(!"reducer");
-    }
+    /* max/min inline rather than through the helpers, so that the lane
+     * loop vectorizes; a NaN, once taken, stays: v > NaN and v < NaN are
+     * false */
+    const char *cmp = r->kind == R_MAX ? ">" : "<";
+    if (type_is_float(r->acc_type))
+        buf_printf(out, "%s = (%s %s %s || %s != %s) ? %s : %s;\n", acc, v, cmp, acc, v, v, v, acc);
+    else
+        buf_printf(out, "%s = %s %s %s ? %s : %s;\n", acc, v, cmp, acc, v, acc);
 }
 
 /* dst = a combined with b (b covers the elements after a's), for two

@@ -53,6 +53,31 @@ typedef struct Need {
     uint8_t scalars[MAXOPS];    /* scalar parameters it reads */
 } Need;
 
+/* Fills in what the nodes marked in nd->in read; node `stop` (when >= 0)
+ * counts only as a per-element value, whatever it is. */
+static void need_scan(const IrKernel *k, Need *nd, int stop)
+{
+    for (int i = 0; i < k->nnodes; i++) {
+        if (!nd->in[i])
+            continue;
+        const IrNode *n = &k->nodes[i];
+        if (i == stop) {
+            nd->any_elem = true;
+            continue;
+        }
+        switch ((IrOp)n->op) {
+        case IR_IDX: nd->idx = true; break;
+        case IR_N: nd->n = true; break;
+        case IR_RED: nd->red = true; break;
+        case IR_LOAD: nd->loads[n->aux] = 1; break;
+        case IR_SCALAR: nd->scalars[n->aux] = 1; break;
+        default: break;
+        }
+        if (n->level == L_ELEM)
+            nd->any_elem = true;
+    }
+}
+
 static Need need_of(const Gen *g, const int32_t *roots, int nroots)
 {
     const IrKernel *k = g->k;
@@ -60,21 +85,7 @@ static Need need_of(const Gen *g, const int32_t *roots, int nroots)
     memset(&nd, 0, sizeof nd);
     nd.in = calloc((size_t)k->nnodes + 1, 1);
     ir_mark(k, roots, nroots, L_CONST, nd.in);
-    for (int i = 0; i < k->nnodes; i++) {
-        if (!nd.in[i])
-            continue;
-        const IrNode *n = &k->nodes[i];
-        switch ((IrOp)n->op) {
-        case IR_IDX: nd.idx = true; break;
-        case IR_N: nd.n = true; break;
-        case IR_RED: nd.red = true; break;
-        case IR_LOAD: nd.loads[n->aux] = 1; break;
-        case IR_SCALAR: nd.scalars[n->aux] = 1; break;
-        default: break;
-        }
-        if (n->level == L_ELEM)
-            nd.any_elem = true;
-    }
+    need_scan(k, &nd, -1);
     return nd;
 }
 
@@ -811,25 +822,7 @@ static Need need_stop(const Gen *g, const int32_t *roots, int nroots, int stop)
             if (ops[j] >= 0)
                 nd.in[ops[j]] = 1;
     }
-    for (int i = 0; i < k->nnodes; i++) {
-        if (!nd.in[i])
-            continue;
-        const IrNode *n = &k->nodes[i];
-        if (i == stop) {
-            nd.any_elem = true;
-            continue;
-        }
-        switch ((IrOp)n->op) {
-        case IR_IDX: nd.idx = true; break;
-        case IR_N: nd.n = true; break;
-        case IR_RED: nd.red = true; break;
-        case IR_LOAD: nd.loads[n->aux] = 1; break;
-        case IR_SCALAR: nd.scalars[n->aux] = 1; break;
-        default: break;
-        }
-        if (n->level == L_ELEM)
-            nd.any_elem = true;
-    }
+    need_scan(k, &nd, stop);
     return nd;
 }
 
@@ -1236,6 +1229,22 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     buf_free(&cupd);
 }
 
+/* static void NAME__SUFFIX(int64_t COUNT, PARAMS): BODY for each element
+ * IDX of [0, COUNT), in blocks of NNK_BLOCK (a constant trip count, which
+ * gcc -O2 vectorizes) and a scalar tail. */
+static void blocked_fn(Buf *out, const char *comment, const char *name, const char *suffix, const char *count,
+                       const char *idx, const char *params, const char *body)
+{
+    buf_printf(out, "\n/* %s. */\n", comment);
+    buf_printf(out, "static void %s__%s(int64_t %s%s)\n{\n", name, suffix, count, params ? params : "");
+    buf_printf(out, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= %s; b += NNK_BLOCK) {\n", count);
+    buf_printf(out, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t %s = b + jb;\n", idx);
+    indent_into(out, body, 12);
+    buf_printf(out, "        }\n    }\n    for (int64_t %s = b; %s < %s; %s++) {\n", idx, idx, count, idx);
+    indent_into(out, body, 8);
+    buf_puts(out, "    }\n}\n");
+}
+
 static void reduction(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
@@ -1367,14 +1376,8 @@ static void reduction(const Gen *g, TDict *d)
     elem_code_c(g, &tnd, M_ROW_STRIDED, cache, &sbody);
     tensor_stores(g, M_ROW_STRIDED, &sbody);
     if (has_tensor) {
-        buf_printf(&erow, "\n/* n contiguous elements of the tensor outputs (row order epilogue). */\n");
-        buf_printf(&erow, "static void %s__epirow(int64_t n%s)\n{\n", g->in->name, eparams.data ? eparams.data : "");
-        buf_puts(&erow, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= n; b += NNK_BLOCK) {\n");
-        buf_puts(&erow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t i = b + jb;\n");
-        indent_into(&erow, cbody.data, 12);
-        buf_puts(&erow, "        }\n    }\n    for (int64_t i = b; i < n; i++) {\n");
-        indent_into(&erow, cbody.data, 8);
-        buf_puts(&erow, "    }\n}\n");
+        blocked_fn(&erow, "n contiguous elements of the tensor outputs (row order epilogue)", g->in->name,
+                   "epirow", "n", "i", eparams.data, cbody.data);
     }
     tset(d, "epi_prologue", bufstr(g->c, &pro));
     tset(d, "scalar_stores", bufstr(g->c, &sstores));
@@ -1440,14 +1443,8 @@ static void reduction(const Gen *g, TDict *d)
     elem_code_c(g, &tnd, M_COL, cache, &cebody);
     tensor_stores(g, M_COL, &cebody);
     if (has_tensor) {
-        buf_printf(&cerow, "\n/* T positions of one row of the tensor outputs (column order epilogue). */\n");
-        buf_printf(&cerow, "static void %s__cepirow(int64_t T%s)\n{\n", g->in->name, ceparams.data ? ceparams.data : "");
-        buf_puts(&cerow, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= T; b += NNK_BLOCK) {\n");
-        buf_puts(&cerow, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t c = b + jb;\n");
-        indent_into(&cerow, cebody.data, 12);
-        buf_puts(&cerow, "        }\n    }\n    for (int64_t c = b; c < T; c++) {\n");
-        indent_into(&cerow, cebody.data, 8);
-        buf_puts(&cerow, "    }\n}\n");
+        blocked_fn(&cerow, "T positions of one row of the tensor outputs (column order epilogue)", g->in->name,
+                   "cepirow", "T", "c", ceparams.data, cebody.data);
     }
     buf_free(&cebody);
     buf_free(&cbody);
