@@ -175,6 +175,19 @@ void emit_ref(const EmitAccess *ac, int id, Buf *out)
 
 static bool is_int_type(Type t) { return type_is_int(t); }
 
+/* n->a ? n->b : n->c (select, where) */
+static void emit_choice(const EmitAccess *ac, const IrNode *n, Buf *out)
+{
+    Buf c = {0}, a = {0}, b = {0};
+    emit_ref(ac, n->a, &c);
+    emit_ref(ac, n->b, &a);
+    emit_ref(ac, n->c, &b);
+    buf_printf(out, "%s ? %s : %s", c.data, a.data, b.data);
+    buf_free(&c);
+    buf_free(&a);
+    buf_free(&b);
+}
+
 static void emit_binary(const EmitAccess *ac, const IrNode *n, Buf *out)
 {
     Buf a = {0}, b = {0};
@@ -270,17 +283,9 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     case IR_BINARY:
         emit_binary(ac, n, out);
         break;
-    case IR_SELECT: {
-        Buf c = {0}, a = {0}, b = {0};
-        emit_ref(ac, n->a, &c);
-        emit_ref(ac, n->b, &a);
-        emit_ref(ac, n->c, &b);
-        buf_printf(out, "%s ? %s : %s", c.data, a.data, b.data);
-        buf_free(&c);
-        buf_free(&a);
-        buf_free(&b);
+    case IR_SELECT:
+        emit_choice(ac, n, out);
         break;
-    }
     case IR_CAST: {
         Buf a = {0};
         emit_ref(ac, n->a, &a);
@@ -292,14 +297,7 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
         Type ot = (Type)ac->k->nodes[n->a].type;
         Builtin bi = (Builtin)n->sub;
         if (bi == B_WHERE) {
-            Buf c = {0}, a = {0}, b = {0};
-            emit_ref(ac, n->a, &c);
-            emit_ref(ac, n->b, &a);
-            emit_ref(ac, n->c, &b);
-            buf_printf(out, "%s ? %s : %s", c.data, a.data, b.data);
-            buf_free(&c);
-            buf_free(&a);
-            buf_free(&b);
+            emit_choice(ac, n, out);
             break;
         }
         if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(ot)) {
@@ -493,6 +491,12 @@ void emit_operands_init(EmitOperands *o, const Instance *in)
         o->name[o->nops] = p->name;
         o->nops++;
     }
+}
+
+/* Types in the public signatures: f16 and bf16 by their typedef names. */
+const char *emit_api_type(Type t)
+{
+    return t == T_F16 ? "nnk_f16" : t == T_BF16 ? "nnk_bf16" : stype(t);
 }
 
 const char *emit_scalar_member(Type t)

@@ -191,22 +191,6 @@ static const char *bufstr(Compiler *c, Buf *b)
     return s;
 }
 
-/* Types in the public signatures: f16 and bf16 by their typedef names. */
-static const char *api_type(Type t)
-{
-    return t == T_F16 ? "nnk_f16" : t == T_BF16 ? "nnk_bf16" : stype(t);
-}
-
-/* The nnk_scalar member holding a scalar of type t. */
-static const char *scalar_member(Type t)
-{
-    switch (t) {
-    case T_BOOL: return "b";
-    case T_F16: case T_BF16: return "u16";
-    default: return type_name(t);
-    }
-}
-
 static const char *dtype_enum(Type t)
 {
     static const char *const names[] = {"NNK_BOOL", "NNK_I8", "NNK_I16", "NNK_I32", "NNK_I64", "NNK_U8", "NNK_U16",
@@ -267,13 +251,13 @@ static void api_params(const Gen *g, TDict *d)
     for (int i = 0; i < g->in->nparams; i++) {
         const InstParam *ip = &g->in->params[i];
         if (ip->tensor)
-            buf_printf(&p, ", const %s *%s", api_type(ip->storage), c_param(g, ip->name));
+            buf_printf(&p, ", const %s *%s", emit_api_type(ip->storage), c_param(g, ip->name));
         else
-            buf_printf(&p, ", %s %s", api_type(ip->type), c_param(g, ip->name));
+            buf_printf(&p, ", %s %s", emit_api_type(ip->type), c_param(g, ip->name));
     }
     for (int i = 0; i < g->in->nouts; i++) {
         const InstParam *o = &g->in->outs[i];
-        buf_printf(&p, ", %s *%s", api_type(o->storage), c_param(g, o->name));
+        buf_printf(&p, ", %s *%s", emit_api_type(o->storage), c_param(g, o->name));
     }
     tset(d, "api_params", p.data ? p.data : "");
     buf_free(&p);
@@ -300,7 +284,7 @@ static void desc_params(const Gen *g, TDict *d)
         Buf v = {0};
         if (p->has_default) {
             Value dv = value_cast(p->dflt, p->type);
-            const char *m = scalar_member(p->type);
+            const char *m = emit_scalar_member(p->type);
             if (p->type == T_F16 || p->type == T_BF16)
                 buf_printf(&v, ".u16 = 0x%04x", p->type == T_F16 ? nnkc_f64_to_f16(dv.v.f) : nnkc_f64_to_bf16(dv.v.f));
             else {
@@ -333,7 +317,7 @@ static void read_scalars(const Gen *g, const char *plan, const uint8_t *used, Bu
         if (used && !used[s])
             continue;
         char src[96];
-        snprintf(src, sizeof src, "%s->scalars[%d].%s", plan, s, scalar_member(g->scalar_type[s]));
+        snprintf(src, sizeof src, "%s->scalars[%d].%s", plan, s, emit_scalar_member(g->scalar_type[s]));
         buf_printf(out, "const %s s%d = ", ctype(g->scalar_type[s]), s);
         emit_load(g->scalar_type[s], g->scalar_type[s], src, out);
         buf_printf(out, ";\n");
@@ -345,7 +329,7 @@ static void scalar_lists(const Gen *g, TDict *d)
 {
     Buf fill = {0};
     for (int s = 0; s < g->nscalars; s++)
-        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, scalar_member(g->scalar_type[s]),
+        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, emit_scalar_member(g->scalar_type[s]),
                    c_param(g, g->scalar_name[s]));
     tset(d, "fill_scalars", fill.data ? fill.data : "");
     buf_free(&fill);
@@ -362,7 +346,7 @@ static void scalar_lists(const Gen *g, TDict *d)
         if (ip->tensor)
             buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, ip->name));
         else
-            buf_printf(&sp, "%s%s %s", first ? "" : ", ", api_type(ip->type), c_param(g, ip->name));
+            buf_printf(&sp, "%s%s %s", first ? "" : ", ", emit_api_type(ip->type), c_param(g, ip->name));
     }
     for (int i = 0; i < g->in->nouts; i++, first = 0)
         buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, g->in->outs[i].name));

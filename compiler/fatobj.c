@@ -38,20 +38,6 @@ extern char **environ;
 
 /* ---- per-instance template keys ----------------------------------------------- */
 
-static const char *api_type(Type t)
-{
-    return t == T_F16 ? "nnk_f16" : t == T_BF16 ? "nnk_bf16" : stype(t);
-}
-
-static const char *scalar_member(Type t)
-{
-    switch (t) {
-    case T_BOOL: return "b";
-    case T_F16: case T_BF16: return "u16";
-    default: return type_name(t);
-    }
-}
-
 /* A source name as a C parameter name, by emit_c.c's rule (C and C++
  * keywords, common macros, names the entry points use themselves and
  * names ending in '_' get a '_' appended) plus the names of the entry
@@ -103,7 +89,7 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
         const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
         const char *nm = cname(c, p->name);
         if (p->tensor || out) {
-            buf_printf(&params, out ? ", %s *%s" : ", const %s *%s", api_type(p->storage), nm);
+            buf_printf(&params, out ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
             buf_printf(&run_params, ", struct nnk_array *%s", nm);
             buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
             TDict *v = tpush(e, "fat_views");
@@ -118,9 +104,9 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
             nviews++;
             nin += !out;
         } else {
-            buf_printf(&params, ", %s %s", api_type(p->type), nm);
-            buf_printf(&run_params, ", %s %s", api_type(p->type), nm);
-            buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", nscalars++, scalar_member(p->type), nm);
+            buf_printf(&params, ", %s %s", emit_api_type(p->type), nm);
+            buf_printf(&run_params, ", %s %s", emit_api_type(p->type), nm);
+            buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", nscalars++, emit_scalar_member(p->type), nm);
             if (p->type == T_F16 || p->type == T_BF16)
                 buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)nnk_%s2f(%s)));\n",
                            p->type == T_F16 ? "h" : "b", nm);

@@ -543,6 +543,7 @@ typedef struct EmitOperands {
 } EmitOperands;
 void emit_operands_init(EmitOperands *o, const Instance *in);
 const char *emit_scalar_member(Type t); /* the nnk_scalar member of a type */
+const char *emit_api_type(Type t);      /* a type in public signatures (nnk_f16, ...) */
 void emit_read_scalars(const EmitOperands *o, const char *plan, Buf *out);
 void emit_signature(const Instance *in, Buf *out);
 
