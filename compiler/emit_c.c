@@ -1220,7 +1220,7 @@ static void blocked_fn(Buf *out, const char *comment, const char *name, const ch
                        const char *idx, const char *params, const char *body)
 {
     buf_printf(out, "\n/* %s. */\n", comment);
-    buf_printf(out, "static void %s__%s(int64_t %s%s)\n{\n", name, suffix, count, params ? params : "");
+    buf_printf(out, "NNK_MULTIARCH static void %s__%s(int64_t %s%s)\n{\n", name, suffix, count, params ? params : "");
     buf_printf(out, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= %s; b += NNK_BLOCK) {\n", count);
     buf_printf(out, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t %s = b + jb;\n", idx);
     indent_into(out, body, 12);

@@ -6,6 +6,9 @@
     saxpy__contig and the group-of-lanes loop of a sum reduction, at -O3
     and at plain -O2 (no -ffast-math);
   * `nnkc -S` twice gives the same bytes;
+  * with gcc on x86-64 the loops have an AVX2 clone (target_clones), and
+    every kernel of the test files gives the same bits with the clones as
+    compiled for the baseline alone (-DNNK_NO_CLONES);
   * parameter names that are C/C++ keywords or that the entry points use
     themselves still give working code.
 """
@@ -165,6 +168,88 @@ def test_parameter_names():
     C.equal(full_, x, "an output named full_")
     inner2, full2 = C.contig_call(k.rclash, (3, 4, 1), x, 2.0, x)
     C.equal(inner2.ravel(), inner, "the [outer, len, inner] entry with those names")
+
+
+def _is_gcc():
+    v = subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower()
+    return "clang" not in v and ("gcc" in v or "free software" in v)
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _instances(cfile):
+    return re.findall(r"^extern const nnk_kernel_desc (\w+)__desc;", open(cfile).read(), re.M)
+
+
+def _random(dtype, shape, rng):
+    if dtype in ("f16", "bf16", "f32", "f64"):
+        a = rng.uniform(-4, 4, shape).astype(np.float64)
+        flat = a.reshape(-1)
+        specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 80.0, -80.0]
+        for i in range(0, flat.size, 37):
+            flat[i] = specials[(i // 37) % len(specials)]
+        return a
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    lo = -100 if dtype.startswith("i") else 0
+    return rng.integers(lo, 200, shape).astype(C.NP[dtype])
+
+
+def _outcome(k, shape, axes, seed):
+    rng = np.random.default_rng(seed)
+    args = []
+    for p in k.inputs:
+        if p.tensor:
+            args.append(_random(p.dtype, shape, rng))
+        elif p.has_default:
+            args.append(None)
+        else:
+            args.append(True if p.dtype == "bool" else 1.5 if p.dtype[0] in "fb" else 3)
+    while args and args[-1] is None:
+        args.pop()
+    if any(a is None for a in args):
+        return "unsupported"
+    try:
+        r = k(*args, axes=axes) if k.reduction else k(*args)
+    except C.Error as e:
+        return "error: %s" % e
+    return [np.asarray(o).tobytes() for o in (r if isinstance(r, tuple) else (r,))]
+
+
+def test_multiarch_clones_agree():
+    files = ["vmath.nnk", "half.nnk", "vector.nnk", "abi.nnk"]   # (the big files take a minute to compile)
+    x86 = os.uname().machine == "x86_64" and sys.platform.startswith("linux")
+    cases = [((1,), None), ((7,), None), ((33,), None), ((1000,), None), ((4099,), None),
+             ((5, 1031), None), ((5, 1031), 1), ((1031, 5), 0)]
+    compared = 0
+    for f in files:
+        so, cfile = C.build("kernels/" + f)
+        if x86 and _is_gcc():
+            syms = C.run(["nm", so]).stdout
+            C.check(re.search(r"__contig\.avx2|__acc1\.avx2", syms),
+                    "%s: no AVX2 clones of the loops in the object (nm: no '.avx2' symbols)" % f)
+        clones = C.load("kernels/" + f)
+        base = C.load("kernels/" + f, cflags=C.CFLAGS + ["-DNNK_NO_CLONES"], tag="-noclones")
+        for name in _instances(cfile):
+            for n, (shape, axes) in enumerate(cases):
+                ka, kb = getattr(clones, name), getattr(base, name)
+                if not ka.reduction and axes is not None:
+                    continue
+                a, b = _outcome(ka, shape, axes, n), _outcome(kb, shape, axes, n)
+                C.check(a == b, "%s %s shape %s axes %s: the AVX2 clones and the baseline differ" % (f, name, shape, axes))
+                compared += 1
+    C.check(compared > 200, "only %d kernel calls compared" % compared)
+    if "avx2" not in _cpu_flags():
+        print("  (this CPU has no AVX2: both builds ran the baseline code)")
 
 
 if __name__ == "__main__":
