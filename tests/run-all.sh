@@ -2,9 +2,10 @@
 # The whole test suite:
 #   1. a plain build and `make check`;
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the release: `make dist`, the tarball built without re2c and lemon,
-#      installed, and `make installcheck` (three projects built against the
-#      installed tree: Autotools, CMake, plain make with pkg-config).
+#   3. the release: `make dist`, the tarball built without re2c and lemon
+#      (out of its tree), installed, and `make installcheck` (three projects
+#      built against the installed tree: Autotools, CMake, plain make with
+#      pkg-config).
 # `make distcheck` runs 1 and 3 in one go; this script splits them so the
 # suite runs once per build.  Build trees go to build-*/ in the source tree.
 set -eu
@@ -32,10 +33,23 @@ check build-san --enable-sanitizers
 
 step "release: the tarball without re2c and lemon, make install, make installcheck"
 rm -rf build-release
-mkdir -p build-release
+mkdir -p build-release/build
 (cd build-test && make -s dist >/dev/null)
 tar -C build-release -xzf build-test/nnk-*.tar.gz
-(cd build-release/nnk-* && ./configure -q --prefix="$top/build-release/inst" RE2C=no LEMON=no &&
- make -s -j"$jobs" && make -s install >/dev/null && make -s installcheck)
+# every file git tracks is in the tarball (but git's and CI's own)
+if command -v git >/dev/null 2>&1 && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+    missing=$(git -C "$top" ls-files | grep -v -e '\.gitignore$' -e '^\.ci/' | while read -r f; do
+        [ -e "$(echo "$top"/build-release/nnk-*)/$f" ] || echo "$f"; done)
+    if [ -n "$missing" ]; then
+        echo "run-all.sh: make dist leaves out tracked files:" $missing >&2
+        exit 1
+    fi
+fi
+# a VPATH build, as distcheck's: files the tarball wrongly carries (objects,
+# logs) would be found in the source tree and break it; `check TESTS=`
+# builds the test programs without running the suite a third time
+(cd build-release/build && "$(echo "$top"/build-release/nnk-*)/configure" -q --prefix="$top/build-release/inst" \
+     RE2C=no LEMON=no &&
+ make -s -j"$jobs" && make -s -j"$jobs" check TESTS= >/dev/null && make -s install >/dev/null && make -s installcheck)
 
 step "all tests passed"
