@@ -36,10 +36,11 @@ rm -rf build-release
 mkdir -p build-release/build
 (cd build-test && make -s dist >/dev/null)
 tar -C build-release -xzf build-test/nnk-*.tar.gz
+src=$(echo "$top"/build-release/nnk-*)
 # every file git tracks is in the tarball (but git's and CI's own)
 if command -v git >/dev/null 2>&1 && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
     missing=$(git -C "$top" ls-files | grep -v -e '\.gitignore$' -e '^\.ci/' | while read -r f; do
-        [ -e "$(echo "$top"/build-release/nnk-*)/$f" ] || echo "$f"; done)
+        [ -e "$src/$f" ] || echo "$f"; done)
     if [ -n "$missing" ]; then
         echo "run-all.sh: make dist leaves out tracked files:" $missing >&2
         exit 1
@@ -48,7 +49,7 @@ fi
 # a VPATH build, as distcheck's: files the tarball wrongly carries (objects,
 # logs) would be found in the source tree and break it; `check TESTS=`
 # builds the test programs without running the suite a third time
-(cd build-release/build && "$(echo "$top"/build-release/nnk-*)/configure" -q --prefix="$top/build-release/inst" \
+(cd build-release/build && "$src/configure" -q --prefix="$top/build-release/inst" \
      RE2C=no LEMON=no &&
  make -s -j"$jobs" && make -s -j"$jobs" check TESTS= >/dev/null && make -s install >/dev/null && make -s installcheck)
 

@@ -119,13 +119,17 @@ def _vectorized(cfile, flags):
     return out
 
 
+def _is_gcc():
+    v = subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower()
+    return "clang" not in v and ("gcc" in v or "free software" in v)
+
+
 def test_vectorized_loops():
     src = os.path.join(KERNELS, "vector.nnk")
     cfile = work("vector.c")
     nnkc("-S", "--target=c", src, "-o", cfile)
     text = open(cfile).read().splitlines()
-    if "gcc" not in subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower() \
-            and "free software" not in subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower():
+    if not _is_gcc():
         print("  (not gcc: -fopt-info-vec checks skipped)")
         return
     for flags in (["-O3"], ["-O2"]):
@@ -168,11 +172,6 @@ def test_parameter_names():
     C.equal(full_, x, "an output named full_")
     inner2, full2 = C.contig_call(k.rclash, (3, 4, 1), x, 2.0, x)
     C.equal(inner2.ravel(), inner, "the [outer, len, inner] entry with those names")
-
-
-def _is_gcc():
-    v = subprocess.run([C.CC, "--version"], stdout=subprocess.PIPE, universal_newlines=True).stdout.lower()
-    return "clang" not in v and ("gcc" in v or "free software" in v)
 
 
 def _cpu_flags():
