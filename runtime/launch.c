@@ -363,6 +363,12 @@ static void list_params(const nnk_kernel *k, rt_str *b)
 static nnk_status bind_args(call *c, const nnk_args *a)
 {
     nnk_kernel *k = c->k;
+    /* the messages name every positional argument given, not the first
+     * one too many */
+    int32_t givenpos = 0, givenout = 0;
+    for (int32_t i = 0; i < a->n; i++)
+        if (!a->items[i].name)
+            *(a->items[i].out ? &givenout : &givenpos) += 1;
     int32_t npos = 0, nposout = 0;
     for (int32_t i = 0; i < a->n; i++) {
         const rt_arg *g = &a->items[i];
@@ -382,12 +388,12 @@ static nnk_status bind_args(call *c, const nnk_args *a)
         } else if (g->out) {
             if (nposout == k->nout)
                 return rt_error(NNK_EINVAL, "kernel '%s' has %d output%s but %d were given", k->name, k->nout,
-                                k->nout == 1 ? "" : "s", nposout + 1);
+                                k->nout == 1 ? "" : "s", givenout);
             p = k->nin + nposout++;
         } else {
             if (npos == k->nin)
                 return rt_error(NNK_EINVAL, "kernel '%s' takes %d input%s but %d were given", k->name, k->nin,
-                                k->nin == 1 ? "" : "s", npos + 1);
+                                k->nin == 1 ? "" : "s", givenpos);
             p = npos++;
         }
         const rt_param *pm = &k->params[p];

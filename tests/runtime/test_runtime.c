@@ -569,6 +569,20 @@ static void test_abi_saxpy(void)
     OK(nnk_args_array(a, ay));
     FAILS(nnk_launch(k, a), NNK_EINVAL);
     MSG_HAS("takes 3 inputs but 4 were given");
+    /* the count is of every positional argument, not the first extra one */
+    OK(nnk_args_array(a, ax));
+    OK(nnk_args_array(a, ay));
+    FAILS(nnk_launch(k, a), NNK_EINVAL);
+    MSG_HAS("takes 3 inputs but 6 were given");
+    nnk_args_reset(a);
+    OK(nnk_args_f64(a, 1));
+    OK(nnk_args_array(a, ax));
+    OK(nnk_args_array(a, ay));
+    OK(nnk_args_out(a, ax));
+    OK(nnk_args_out(a, ax));
+    OK(nnk_args_out(a, ay));
+    FAILS(nnk_launch(k, a), NNK_EINVAL);
+    MSG_HAS("has 1 output but 3 were given");
     nnk_args_reset(a);
     OK(nnk_args_array(a, ax));
     FAILS(nnk_launch(k, a), NNK_EINVAL);
