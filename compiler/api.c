@@ -13,6 +13,7 @@ struct NnkcModule {
     char *diagnostics;       /* rendered, owned (malloc) */
     NnkcKernelInfo *kernels;
     int nkernels;
+    bool rejected;           /* the last emit: the instance does not type-check */
 };
 
 static char *xstrdup(const char *s)
@@ -109,6 +110,7 @@ NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, co
 }
 
 bool nnkc_module_ok(const NnkcModule *m) { return m && m->ok; }
+bool nnkc_module_emit_rejected(const NnkcModule *m) { return m && m->rejected; }
 const char *nnkc_module_diagnostics(const NnkcModule *m) { return m && m->diagnostics ? m->diagnostics : ""; }
 int nnkc_module_kernel_count(const NnkcModule *m) { return m ? m->nkernels : 0; }
 
@@ -132,6 +134,8 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
         *symbol = NULL;
     if (error)
         *error = NULL;
+    if (m)
+        m->rejected = false;
     if (!m || !m->ok || !kernel) {
         if (error)
             *error = xstrdup(!m || !kernel ? "invalid arguments" : "the module has errors");
@@ -163,6 +167,7 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
             }
         }
         Instance *in = c->error_events == events ? sema_instance(c, k, targs, storage) : NULL;
+        m->rejected = !in;
         if (in) {
             lower_instance(c, in);
             List one = {0};
@@ -191,6 +196,10 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
         render_diags(m, from);
         *error = xstrdup(m->diagnostics);
     }
+    /* a failed instance leaves no diagnostics behind, so asking again
+     * renders them again (they would be duplicates, dropped, otherwise) */
+    if (!src)
+        c->diags.n = from;
     /* errors of one instance do not spoil the module for others */
     c->nerrors = errs;
     return src;

@@ -386,6 +386,13 @@ static int compile_one(const Args *a, const char *path)
         sema_load(c, path, NULL, 0);
         if (c->files.n)
             sema_instantiate_all(c);
+        /* Output that would hold nothing because every kernel's default
+         * instance was skipped is not what anyone meant (docs/language.md). */
+        if (c->nerrors == 0 && a->mode != MODE_CHECK && a->mode != MODE_AST && c->instances.n == 0 &&
+            c->skipped_default)
+            diag_error(c, c->skipped_default->name_range,
+                       "nothing to emit: no kernel has an instance that type-checks; name the types with "
+                       "'instantiate' or -T");
         if (c->nerrors == 0 && a->mode != MODE_CHECK) {
             for (int i = 0; i < c->instances.n; i++)
                 lower_instance(c, c->instances.items[i]);

@@ -433,7 +433,9 @@ typedef struct Instance {
 
 /* Loads `path` (or `text` when not NULL) and its imports, and checks them. */
 bool sema_load(Compiler *c, const char *path, const char *text, size_t len);
-/* Checks every kernel instance the file asks for (instantiate, -T, defaults). */
+/* Checks every kernel instance the file asks for (instantiate, -T, defaults).
+ * A generic kernel's default instance that does not type-check is skipped
+ * with a warning (c->skipped_default names the first such kernel). */
 void sema_instantiate_all(Compiler *c);
 /* One instance with explicit type arguments and optional storage dtypes
  * (one per tensor parameter then per output; T_NONE = the logical type). */
@@ -666,6 +668,10 @@ const NnkcKernelInfo *nnkc_module_find(const NnkcModule *m, const char *name);
  * string, or NULL with a malloc'ed message in *error. */
 char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage,
                        NnkcTarget target, char **symbol, char **error);
+/* Whether the last nnkc_module_emit failed because the instance does not
+ * type-check (a generic kernel's body cannot take the types; its error is
+ * the rendered diagnostic), as opposed to an internal failure. */
+bool nnkc_module_emit_rejected(const NnkcModule *m);
 void nnkc_module_free(NnkcModule *m);
 /* Whether an instance (same arguments as nnkc_module_emit) is a plain
  * reduction that a library such as cuDNN can run instead of generated
@@ -717,6 +723,7 @@ struct Compiler {
     List imports;             /* SourceFile* of imported files, for depfiles */
     List import_stack;        /* SourceFile* being loaded, for cycles */
     void *sema;               /* sema.c private state */
+    Item *skipped_default;    /* sema.c: the first kernel whose default instance did not type-check */
     jmp_buf *bail;            /* where nnkc_bug returns to, when set */
     int internal_error;
 };

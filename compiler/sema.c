@@ -1453,8 +1453,100 @@ static void check_unused_func(Compiler *c, Item *f)
     check(&x, f->value);
 }
 
+/* Checks the instance k<targs> as a trial: when it does not type-check,
+ * everything it reported is taken back and *first is its first error
+ * (NULL when it was a duplicate); returns the instance or NULL. */
+static Instance *trial_instance(Compiler *c, Item *k, const Type *targs, const Diag **first)
+{
+    int from = c->diags.n, errs = c->nerrors, warns = c->nwarnings, events = c->error_events;
+    int suppress = c->suppress;
+    Instance *in = sema_instance(c, k, targs, NULL);
+    if (first)
+        *first = NULL;
+    if (in)
+        return in;
+    for (int i = from; first && !*first && i < c->diags.n; i++)
+        if (((Diag *)c->diags.items[i])->level == DIAG_ERROR)
+            *first = c->diags.items[i];
+    c->diags.n = from;
+    c->nerrors = errs;
+    c->nwarnings = warns;
+    c->error_events = events;
+    c->suppress = suppress;
+    return NULL;
+}
+
+/* A generic kernel no instantiate line or -T asks for (docs/language.md,
+ * Generics): its default instance is checked, and emitted when it
+ * type-checks.  When it does not, the kernel is still valid (a JIT call
+ * may bind other types): errors that hold for every type (unknown names,
+ * a body checked with every type variable an error type) are reported,
+ * the type errors of the default become a warning saying it was skipped.
+ * Returns whether it was skipped. */
+static bool default_instance(Compiler *c, Item *k, bool emit)
+{
+    Type cur[NNKC_MAX_GENERICS];
+    for (int g = 0; g < k->generics.n; g++)
+        cur[g] = class_default(((Generic *)k->generics.items[g])->cls);
+    const Diag *why = NULL;
+    Instance *in = trial_instance(c, k, cur, &why);
+    if (in) {
+        if (emit) {
+            list_push(c->arena, &c->instances, in);
+            list_push(c->arena, &k->made, in);
+        }
+        return false;
+    }
+    Type any[NNKC_MAX_GENERICS];
+    for (int g = 0; g < NNKC_MAX_GENERICS; g++)
+        any[g] = T_ERROR;
+    if (!trial_instance(c, k, any, NULL)) {
+        sema_instance(c, k, cur, NULL); /* report them, with the instance's note */
+        return false;
+    }
+    const char *display = instance_name(c, k, cur, true);
+    /* the types of the class of a single type variable that would do */
+    Buf ok = {0};
+    const char *some = NULL;
+    int nok = 0;
+    if (k->generics.n == 1) {
+        for (Type t = 0; t < T_NSCALAR; t++) {
+            if (t == cur[0] || !type_in_class(t, ((Generic *)k->generics.items[0])->cls))
+                continue;
+            if (trial_instance(c, k, &t, NULL)) {
+                buf_printf(&ok, "%s%s", nok++ ? ", " : "", type_name(t));
+                some = !some || t == T_I32 ? type_name(t) : some;
+            }
+        }
+        if (nok == 0) {
+            /* no call can ever bind it: the program is wrong */
+            sema_instance(c, k, cur, NULL);
+            diag_note_plain(c, "no type of class '%s' type-checks", class_name(((Generic *)k->generics.items[0])->cls));
+            return false;
+        }
+    }
+    if (emit)
+        diag_warning(c, k->name_range, "'%s', the default instance of generic kernel '%s', does not type-check; it is "
+                     "not emitted", display, k->name);
+    else
+        diag_warning(c, k->name_range, "'%s', the default instance of generic kernel '%s', does not type-check",
+                     display, k->name);
+    if (why && why->has_range)
+        diag_note(c, why->range, "%s", why->msg);
+    else if (why)
+        diag_note_plain(c, "%s", why->msg);
+    if (nok)
+        diag_note_plain(c, "it type-checks for %s: name the types with 'instantiate %s<%s>;' or -T", ok.data, k->name,
+                        some);
+    else
+        diag_note_plain(c, "name the types with 'instantiate %s<...>;' or -T", k->name);
+    buf_free(&ok);
+    return true;
+}
+
 void sema_instantiate_all(Compiler *c)
 {
+    Item *first_skipped = NULL;
     for (int i = 0; i < c->kernels.n; i++) {
         Item *k = c->kernels.items[i];
         Type cur[NNKC_MAX_GENERICS];
@@ -1470,18 +1562,17 @@ void sema_instantiate_all(Compiler *c)
         if (c->opt.ntypes)
             instantiate_from_list(c, k, cur, 0, &made);
         if (made == 0) {
-            for (int g = 0; g < k->generics.n; g++)
-                cur[g] = class_default(((Generic *)k->generics.items[g])->cls);
             if (c->opt.ntypes) {
                 /* -T named no type this kernel accepts: check, emit nothing. */
                 diag_warning(c, k->name_range, "no type in -T fits the type variables of '%s'; it is not instantiated",
                              k->name);
-                sema_instance(c, k, cur, NULL);
-            } else {
-                add_instance(c, k, cur);
+                default_instance(c, k, false);
+            } else if (default_instance(c, k, true) && !first_skipped) {
+                first_skipped = k;
             }
         }
     }
+    c->skipped_default = first_skipped;
     for (int i = 0; i < c->items.n; i++) {
         Item *it = c->items.items[i];
         if (it->kind == I_FUNC && it->state != 2)

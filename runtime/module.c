@@ -235,9 +235,13 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     /* libraries such as cuDNN may run plain reductions themselves */
     int32_t reduce_op = src && target == NNK_TARGET_CUDA ? (int32_t)nnkc_module_reduce_op(m->nm, k->name, targs, storage)
                                                          : NNK_REDUCE_NONE;
+    /* a generic body that cannot take these dtypes is the caller's dtype
+     * error (docs/runtime.md), not a broken module */
+    const bool rejected = !src && nnkc_module_emit_rejected(m->nm);
     pthread_mutex_unlock(&m->lock);
     if (!src) {
-        nnk_status s = rt_error(NNK_ECOMPILE, "kernel '%s': %s", k->name, error ? error : "code generation failed");
+        nnk_status s = rt_error(rejected ? NNK_EDTYPE : NNK_ECOMPILE, "kernel '%s': %s", k->name,
+                                error ? error : "code generation failed");
         free(error);
         free(symbol);
         return s;

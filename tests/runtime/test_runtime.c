@@ -1283,6 +1283,74 @@ static void test_jit_fn(void)
     nnk_jit_fn_free(fn);
 }
 
+/* docs/runtime.md, generic kernels: a generic kernel whose default
+ * instance does not type-check compiles; each call checks its own
+ * instance, and one its body cannot take is NNK_EDTYPE with the rendered
+ * diagnostic (every time it is asked). */
+static void test_lazy_generic(void)
+{
+    nnk_jit_fn *fn;
+    OK(nnk_create_jit_fn("elementwise gband<T>(x: T[], y: T[]) -> (z: T[]) { z = x & y; }\n", NULL, &fn));
+    int32_t xi[4] = {12, -1, 7, 0x70}, yi[4] = {10, 5, 3, 0x1f}, zi[4];
+    uint8_t xu[2] = {0xf0, 0x3c}, yu[2] = {0x3c, 0xff}, zu[2];
+    int64_t s4[] = {4}, s2[] = {2};
+    nnk_array *ax, *ay, *ux, *uy, *fx, *z;
+    OK(nnk_array_from_host(NULL, NNK_I32, 1, s4, xi, &ax));
+    OK(nnk_array_from_host(NULL, NNK_I32, 1, s4, yi, &ay));
+    OK(nnk_array_from_host(NULL, NNK_U8, 1, s2, xu, &ux));
+    OK(nnk_array_from_host(NULL, NNK_U8, 1, s2, yu, &uy));
+    OK(nnk_array_to(ax, NULL, NNK_F32, &fx));
+    nnk_args *a;
+    OK(nnk_args_new(&a));
+    OK(nnk_args_array(a, ax));
+    OK(nnk_args_array(a, ay));
+    OK(nnk_jit_fn_call(fn, a));
+    OK(nnk_args_output(a, 0, &z));
+    CU_ASSERT_EQUAL(nnk_array_dtype(z), NNK_I32);
+    OK(nnk_array_to_host(z, NNK_I32, zi, sizeof zi));
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_EQUAL(zi[i], xi[i] & yi[i]);
+    nnk_array_free(z);
+    for (int rep = 0; rep < 2; rep++) {
+        nnk_args_reset(a);
+        OK(nnk_args_array(a, fx));
+        OK(nnk_args_array(a, fx));
+        FAILS(nnk_jit_fn_call(fn, a), NNK_EDTYPE);
+        MSG_HAS("operator '&' needs integer operands, but both are f32");
+        MSG_HAS("note: in instance 'gband<f32>'");
+        MSG_HAS("^");
+    }
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, ux));
+    OK(nnk_args_array(a, uy));
+    OK(nnk_jit_fn_call(fn, a));
+    OK(nnk_args_output(a, 0, &z));
+    OK(nnk_array_to_host(z, NNK_U8, zu, sizeof zu));
+    CU_ASSERT_EQUAL(zu[0], 0x30);
+    CU_ASSERT_EQUAL(zu[1], 0x3c);
+    nnk_array_free(z);
+    nnk_jit_fn_free(fn);
+    /* a module of such kernels compiles; errors that hold for every type
+     * (an unknown name) and a body no type of its class can take do not */
+    nnk_module *m;
+    OK(nnk_module_compile(NULL, "elementwise gband<T>(x: T[], y: T[]) -> (z: T[]) { z = x & y; }\n"
+                                "reduction ror<T: int>(x: T[]) -> (r: T) { r = sum(x | 1); }\n"
+                                "elementwise gneg<T>(x: T[]) -> (z: T[]) { z = ~x; }\n", NULL, &m));
+    nnk_module_free(m);
+    FAILS(nnk_module_compile(NULL, "elementwise g<T>(x: T[]) -> (z: T[]) { z = tahn(x) & 1; }\n", NULL, &m),
+          NNK_ECOMPILE);
+    MSG_HAS("unknown function 'tahn'");
+    FAILS(nnk_module_compile(NULL, "elementwise g<T: float>(x: T[]) -> (z: T[]) { z = x << 1; }\n", NULL, &m),
+          NNK_ECOMPILE);
+    MSG_HAS("no type of class 'float' type-checks");
+    nnk_args_free(a);
+    nnk_array_free(ax);
+    nnk_array_free(ay);
+    nnk_array_free(ux);
+    nnk_array_free(uy);
+    nnk_array_free(fx);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/nnk-test-runtime-%ld", (long)getpid());
@@ -1307,6 +1375,7 @@ int main(void)
     CU_add_test(s, "module", test_module);
     CU_add_test(s, "determinism", test_determinism);
     CU_add_test(s, "jit_fn", test_jit_fn);
+    CU_add_test(s, "lazy_generic", test_lazy_generic);
     /* NNK_TEST_ONLY=name runs one test (valgrind.sh picks a subset) */
     const char *only = getenv("NNK_TEST_ONLY");
     CU_basic_set_mode(CU_BRM_VERBOSE);

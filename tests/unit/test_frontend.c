@@ -333,6 +333,25 @@ static void test_sema_generics(void)
     CU_ASSERT_PTR_NULL(instance(c, "g_i32"));
     CU_ASSERT_PTR_NOT_NULL(instance(c, "h_i32"));
     nnkc_free(c);
+
+    /* default instances are emitted only when they type-check */
+    c = load("elementwise gband<T>(x: T[], y: T[]) -> (z: T[]) { z = x & y; }\n"
+             "elementwise gadd<T>(x: T[], y: T[]) -> (z: T[]) { z = x + y; }\n"
+             "elementwise gi<T: int>(x: T[]) -> (z: T[]) { z = x & 3; }\n");
+    CU_ASSERT_EQUAL(c->nerrors, 0);
+    CU_ASSERT_EQUAL(c->nwarnings, 1);
+    CU_ASSERT_EQUAL(c->instances.n, 2);
+    CU_ASSERT_PTR_NULL(instance(c, "gband_f32"));
+    CU_ASSERT_PTR_NOT_NULL(instance(c, "gadd_f32"));
+    CU_ASSERT_PTR_NOT_NULL(instance(c, "gi_i32"));
+    CU_ASSERT_PTR_EQUAL(c->skipped_default, sema_find_kernel(c, "gband"));
+    CU_ASSERT(has_diag(c, "'gband<f32>', the default instance of generic kernel 'gband', does not type-check"));
+    nnkc_free(c);
+    /* an instance asked for is an error as before */
+    c = load("elementwise gband<T>(x: T[], y: T[]) -> (z: T[]) { z = x & y; }\ninstantiate gband<f64>;\n");
+    CU_ASSERT_EQUAL(c->nerrors, 1);
+    CU_ASSERT(has_diag(c, "in instance 'gband<f64>'"));
+    nnkc_free(c);
 }
 
 static void test_sema_errors(void)
