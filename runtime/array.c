@@ -150,6 +150,8 @@ nnk_status nnk_array_new_default(const nnk_context *ctx, int32_t ndim, const int
 
 nnk_status nnk_array_zeros(const nnk_context *ctx, nnk_dtype dtype, int32_t ndim, const int64_t *shape, nnk_array **out)
 {
+    if (!out)
+        return rt_error(NNK_EINVAL, "nnk_array_zeros: out is NULL");
     nnk_array *a;
     nnk_status s = nnk_array_new(ctx, dtype, ndim, shape, &a);
     if (s)
@@ -167,6 +169,8 @@ nnk_status nnk_array_zeros(const nnk_context *ctx, nnk_dtype dtype, int32_t ndim
 nnk_status nnk_array_from_host(const nnk_context *ctx, nnk_dtype dtype, int32_t ndim, const int64_t *shape,
                                const void *data, nnk_array **out)
 {
+    if (!out)
+        return rt_error(NNK_EINVAL, "nnk_array_from_host: out is NULL");
     if (!data && rt_shape_size(ndim >= 0 && ndim <= NNK_MAX_DIMS && shape ? ndim : 0, shape) > 0)
         return rt_error(NNK_EINVAL, "nnk_array_from_host: data is NULL");
     nnk_array *a;

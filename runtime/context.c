@@ -76,9 +76,12 @@ nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_c
     spec.kw = rest;
     nnk_status (*hook)(void *, nnk_context_spec *) = RT_HOOK(e, context);
     if (hook) {
-        rt_error(NNK_EINVAL, "%s: the extension rejected the keywords", what);
-        if ((s = hook(e->state, &spec)))
+        unsigned long serial = rt_error_serial();
+        if ((s = hook(e->state, &spec))) {
+            if (rt_error_serial() == serial)
+                rt_error(s, "%s: the extension rejected the keywords", what);
             goto out;
+        }
     } else if ((s = rt_kw_check_unused(&k, what))) {
         goto out;
     } else {

@@ -10,6 +10,7 @@
 #define RT_ERROR_MAX 4096
 
 static _Thread_local char last_error[RT_ERROR_MAX];
+static _Thread_local unsigned long error_serial; /* messages set on this thread */
 
 atomic_long rt_live_objects;
 
@@ -18,9 +19,15 @@ const char *nnk_last_error(void)
     return last_error;
 }
 
+unsigned long rt_error_serial(void)
+{
+    return error_serial;
+}
+
 nnk_status rt_verror(nnk_status s, const char *fmt, va_list ap)
 {
     vsnprintf(last_error, sizeof last_error, fmt, ap);
+    error_serial++;
     return s;
 }
 
@@ -42,6 +49,7 @@ nnk_status rt_error_prefix(nnk_status s, const char *fmt, ...)
     va_end(ap);
     memcpy(old, last_error, sizeof old);
     snprintf(last_error, sizeof last_error, "%.500s: %.3500s", prefix, old);
+    error_serial++;
     return s;
 }
 

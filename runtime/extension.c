@@ -51,6 +51,22 @@ static nnk_status host_compile_c(const char *source, const char *symbol, int32_t
     return rt_jit_c(source, symbol, opt_level, desc, NULL);
 }
 
+/* The disk cache for extensions: a NULL argument is the caller's bug
+ * (NNK_EINVAL), not an absent entry. */
+static nnk_status host_cache_load(const char *key, const char *suffix, void **data, size_t *size)
+{
+    if (!key || !suffix || !data || !size)
+        return rt_error(NNK_EINVAL, "cache_load: key, suffix, data or size is NULL");
+    return rt_cache_load(key, suffix, data, size);
+}
+
+static nnk_status host_cache_store(const char *key, const char *suffix, const void *data, size_t size)
+{
+    if (!key || !suffix || (!data && size))
+        return rt_error(NNK_EINVAL, "cache_store: key, suffix or data is NULL");
+    return rt_cache_store(key, suffix, data ? data : "", size);
+}
+
 /* Scratch blocks of extensions: the allocator and the block, so that
  * block_free needs nothing else. */
 typedef struct host_block {
@@ -112,8 +128,8 @@ const nnk_host_api rt_host_api = {
     .getenv = host_getenv,
     .block_alloc = host_block_alloc,
     .block_free = host_block_free,
-    .cache_load = rt_cache_load,
-    .cache_store = rt_cache_store,
+    .cache_load = host_cache_load,
+    .cache_store = host_cache_store,
     .sha256_hex = host_sha256_hex,
 };
 
@@ -342,12 +358,16 @@ static nnk_status load(const char *name, rt_ext **out)
     e->dl = dl;
     e->path = path;
     pthread_mutex_init(&e->lock, NULL);
-    rt_error(NNK_EDEVICE, "the init hook failed");
+    unsigned long serial = rt_error_serial();
     nnk_status s = ops->init ? ops->init(&rt_host_api, &e->state) : NNK_OK;
+    if (s && rt_error_serial() == serial)
+        rt_error(s, "the init hook failed");
     int32_t n = 0;
     if (!s) {
-        rt_error(NNK_EDEVICE, "get_device_count failed");
+        serial = rt_error_serial();
         s = ops->get_device_count(e->state, &n);
+        if (s && rt_error_serial() == serial)
+            rt_error(s, "get_device_count failed");
         if (!s && n < 0)
             s = rt_error(NNK_EDEVICE, "get_device_count returned %d", n);
         if (s && ops->fini)

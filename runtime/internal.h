@@ -22,6 +22,10 @@ nnk_status rt_error(nnk_status s, const char *fmt, ...) __attribute__((format(pr
 nnk_status rt_verror(nnk_status s, const char *fmt, va_list ap);
 /* Prefixes the current message: "what: <message>". */
 nnk_status rt_error_prefix(nnk_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Counts the messages set on this thread: a caller of an extension hook
+ * compares it before and after, and supplies a message only when a failing
+ * hook set none (a message set in advance would outlive a success). */
+unsigned long rt_error_serial(void);
 #define rt_check_null(p, name) ((p) ? NNK_OK : rt_error(NNK_EINVAL, "%s: %s is NULL", __func__, name))
 /* Live objects, so the exit-time destructor knows whether it may tear down. */
 extern atomic_long rt_live_objects;
