@@ -11,12 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Saturates at INT64_MAX: shapes from callers are checked after (and
+ * rt_check_shape bounds every array's). */
 int64_t rt_shape_size(int32_t ndim, const int64_t *shape)
 {
     int64_t n = 1;
-    for (int32_t d = 0; d < ndim; d++)
-        n *= shape[d];
-    return n;
+    bool over = false;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0)
+            return 0;
+        over |= !rt_mul(n, shape[d], &n);
+    }
+    return over ? INT64_MAX : n;
 }
 
 void rt_contiguous_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
@@ -193,16 +199,27 @@ nnk_status nnk_array_wrap(nnk_dtype dtype, int32_t ndim, const int64_t *shape, c
         return s;
     if (!out || (!data && rt_shape_size(ndim, shape) > 0))
         return rt_error(NNK_EINVAL, "nnk_array_wrap: %s is NULL", !out ? "out" : "data");
+    int64_t cs[NNK_MAX_DIMS];
+    if (!strides) {
+        rt_contiguous_strides(ndim, shape, cs);
+        strides = cs;
+    } else if (rt_shape_size(ndim, shape) > 0) {
+        /* The bytes the view reaches on each side of data must be
+         * representable: every copy and plan computes them. */
+        int64_t lo = 0, hi = 0, reach;
+        bool ok = true;
+        for (int32_t d = 0; ok && d < ndim; d++)
+            ok = rt_mul(shape[d] - 1, strides[d], &reach) && rt_add(reach > 0 ? hi : lo, reach, reach > 0 ? &hi : &lo);
+        ok = ok && rt_mul(hi + 1, (int64_t)nnk_dtype_size(dtype), &hi) && rt_mul(lo, (int64_t)nnk_dtype_size(dtype), &lo) &&
+             rt_add(hi, -lo, &reach);
+        if (!ok)
+            return rt_error(NNK_ESHAPE, "nnk_array_wrap: the strides reach beyond the address space");
+    }
     rt_storage *st = rt_calloc(1, sizeof *st);
     if (!st)
         return NNK_ENOMEM;
     atomic_init(&st->refs, 1);
     st->base = data;
-    int64_t cs[NNK_MAX_DIMS];
-    if (!strides) {
-        rt_contiguous_strides(ndim, shape, cs);
-        strides = cs;
-    }
     nnk_array *a = header(st, dtype, ndim, shape, strides, 0);
     storage_release(st);
     if (!a)
@@ -292,7 +309,10 @@ nnk_status nnk_array_slice(const nnk_array *a, int32_t nslices, const nnk_slice 
         if (len > 0)
             offset += start * a->strides[d];
         shape[d] = len;
-        strides[d] = a->strides[d] * step;
+        /* One element or none: the stride is never used (and a huge step
+         * times the stride may not fit). */
+        if (len > 1 && !rt_mul(a->strides[d], step, &strides[d]))
+            return rt_error(NNK_ESHAPE, "nnk_array_slice: step %lld overflows the stride of axis %d", (long long)step, d);
     }
     return view(a, a->ndim, shape, strides, offset, out);
 }
@@ -375,8 +395,8 @@ nnk_status nnk_array_reshape(const nnk_array *a, int32_t ndim, const int64_t *sh
         else if (shape[d] < 0)
             return rt_error(NNK_ESHAPE, "nnk_array_reshape: bad extent %lld in dimension %d%s", (long long)shape[d], d,
                             shape[d] == -1 ? " (only one extent may be -1)" : "");
-        else
-            known *= shape[d];
+        else if (!rt_mul(known, shape[d], &known))
+            return rt_error(NNK_ESHAPE, "nnk_array_reshape: the shape has too many elements");
     }
     if (infer >= 0) {
         if (known == 0 || size % known)

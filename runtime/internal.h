@@ -16,6 +16,13 @@
 #include "nnk/extension.h"
 #include "nnk/nnk.h"
 
+/* ---- checked size arithmetic -------------------------------------------------
+ * Every size, extent, stride or byte count that a caller can influence goes
+ * through these: false on overflow, *r unspecified then. */
+static inline bool rt_mul(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool rt_add(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool rt_mulz(size_t a, size_t b, size_t *r) { return !__builtin_mul_overflow(a, b, r); }
+
 /* ---- error.c ------------------------------------------------------------ */
 
 nnk_status rt_error(nnk_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

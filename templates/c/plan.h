@@ -130,6 +130,24 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
             return NNK_PLAN_EBROADCAST;
         }
     }
+    /* Inputs that broadcast against each other (views with zero strides)
+     * can make an iteration space no int64_t counts. */
+    {
+        int64_t n = 1;
+        for (int32_t d = 0; d < ndim; d++) {
+            if (shape[d] == 0) {
+                n = 0;
+                break;
+            }
+            if (n > INT64_MAX / shape[d]) {
+                nnk_msg_str_(&m, "the broadcast shape ");
+                nnk_msg_shape_(&m, ndim, shape);
+                nnk_msg_str_(&m, " has too many elements");
+                return NNK_PLAN_EBROADCAST;
+            }
+            n *= shape[d];
+        }
+    }
     if (nin == 0) {
         /* No tensor input: the shape comes from the full-shape outputs. */
         for (int32_t k = nin; k < nops; k++) {

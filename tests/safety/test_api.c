@@ -3,6 +3,8 @@
  * 1. nnk_last_error() does not change after successful calls, even those
  *    that do first-time work (importing an extension, running its init and
  *    context hooks).
+ * 3. Sizes, strides and iteration spaces that overflow int64_t are
+ *    NNK_ESHAPE, not views outside their storage.
  * 2. Every function of nnk/nnk.h (and the host API an
  * extension gets) called with NULL in each pointer argument the
  * documentation does not say may be NULL: each must return NNK_EINVAL
@@ -59,6 +61,8 @@ typedef struct row {
 
 #define EINVAL_ROW(id, call) \
     static int id(void) { nnk_status s_ = (call); return s_ == NNK_EINVAL && nnk_last_error()[0] != 0; }
+#define STATUS_ROW(id, status, call) \
+    static int id(void) { nnk_status s_ = (call); return s_ == (status) && nnk_last_error()[0] != 0; }
 #define VALUE_ROW(id, expr) \
     static int id(void) { return (expr); }
 
@@ -170,6 +174,58 @@ EINVAL_ROW(r_host_block_block, host->block_alloc("cpu", 0, 16, &(void *){0}, NUL
 EINVAL_ROW(r_host_cache_load_key, host->cache_load(NULL, ".x", &(void *){0}, &(size_t){0}))
 EINVAL_ROW(r_host_cache_load_data, host->cache_load("00", ".x", NULL, &(size_t){0}))
 EINVAL_ROW(r_host_cache_store_key, host->cache_store(NULL, ".x", data, 4))
+/* Sizes that overflow int64_t: an error, never a view outside its storage. */
+static nnk_status reshape_huge(void)
+{
+    const int64_t t[] = {4, ((int64_t)1 << 62) + 4};
+    nnk_array *a, *b;
+    nnk_status s = nnk_array_zeros(NULL, NNK_F32, 1, (int64_t[]){16}, &a);
+    return s ? NNK_EINTERNAL : nnk_array_reshape(a, 2, t, &b);
+}
+static nnk_status wrap_huge_strides(void)
+{
+    nnk_array *a;
+    return nnk_array_wrap(NNK_F32, 2, (int64_t[]){2, 2}, (int64_t[]){(int64_t)1 << 62, 1}, data, &a);
+}
+static nnk_status wrap_negative_strides(void)
+{
+    nnk_array *a;
+    return nnk_array_wrap(NNK_F64, 1, (int64_t[]){3}, (int64_t[]){INT64_MIN / 4}, data, &a);
+}
+/* A huge step on an axis of stride 4 selects one element: a valid view
+ * whose element is the first of the axis. */
+static int slice_huge_step(void)
+{
+    float v[16], o[4];
+    for (int i = 0; i < 16; i++)
+        v[i] = (float)i;
+    nnk_array *a, *b;
+    nnk_slice s1[] = {{1, NNK_SLICE_NONE, (int64_t)1 << 62}};
+    if (nnk_array_from_host(NULL, NNK_F32, 2, (int64_t[]){4, 4}, v, &a) || nnk_array_slice(a, 1, s1, &b) ||
+        nnk_array_ndim(b) != 2 || nnk_array_shape(b)[0] != 1 || nnk_array_to_host(b, NNK_F32, o, sizeof o))
+        return 0;
+    return o[0] == 4 && o[3] == 7;
+}
+/* Zero-stride views that broadcast to 2^31 x 2^33 elements: the
+ * iteration space of a reduction over both does not fit in int64_t... */
+static nnk_status broadcast_space_huge(void)
+{
+    nnk_array *x, *y;
+    nnk_module *m;
+    nnk_kernel *k;
+    nnk_args *a;
+    if (nnk_array_wrap(NNK_F32, 2, (int64_t[]){(int64_t)1 << 31, 1}, (int64_t[]){0, 0}, data, &x) ||
+        nnk_array_wrap(NNK_F32, 2, (int64_t[]){1, (int64_t)1 << 33}, (int64_t[]){0, 0}, data, &y) ||
+        nnk_module_compile(NULL, "reduction r(x: f32[], y: f32[]) -> (s: f32) { s = sum(x + y); }", NULL, &m) ||
+        nnk_module_kernel(m, "r", &k) || nnk_args_new(&a) || nnk_args_array(a, x) || nnk_args_array(a, y))
+        return NNK_EINTERNAL;
+    return nnk_launch(k, a);
+}
+STATUS_ROW(o_reshape_huge, NNK_ESHAPE, reshape_huge())
+STATUS_ROW(o_wrap_huge_strides, NNK_ESHAPE, wrap_huge_strides())
+STATUS_ROW(o_wrap_negative_strides, NNK_ESHAPE, wrap_negative_strides())
+VALUE_ROW(o_slice_huge_step, slice_huge_step())
+STATUS_ROW(o_broadcast_space_huge, NNK_ESHAPE, broadcast_space_huge())
 /* Getters and releases: a neutral value, no crash. */
 VALUE_ROW(v_ext_name, nnk_extension_name(NULL) == NULL)
 VALUE_ROW(v_ext_status, nnk_extension_status(NULL) == NULL)
@@ -224,6 +280,8 @@ static const struct { const char *what; int (*run)(void); } rows[] = {
     R(r_host_run_desc), R(r_host_run_plan), R(r_host_compile_src), R(r_host_compile_sym), R(r_host_compile_out),
     R(r_host_block_ptr), R(r_host_block_block), R(r_host_cache_load_key), R(r_host_cache_load_data),
     R(r_host_cache_store_key),
+    R(o_reshape_huge), R(o_wrap_huge_strides), R(o_wrap_negative_strides), R(o_slice_huge_step),
+    R(o_broadcast_space_huge),
     R(v_ext_name), R(v_ext_status), R(v_ctx_free), R(v_ctx_backend_count), R(v_ctx_backend), R(v_ctx_device),
     R(v_ctx_type), R(v_ctx_str), R(v_array_retain), R(v_array_free), R(v_array_getters), R(v_module_free),
     R(v_module_count), R(v_module_name), R(v_kernel_free), R(v_kernel_getters), R(v_args_free),
