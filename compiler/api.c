@@ -168,8 +168,9 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
         }
         Instance *in = c->error_events == events ? sema_instance(c, k, targs, storage) : NULL;
         m->rejected = !in;
-        if (in) {
+        if (in)
             lower_instance(c, in);
+        if (in && c->error_events == events) {
             List one = {0};
             list_push(c->arena, &one, in);
             Buf out = {0};

@@ -289,7 +289,8 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     case IR_CAST: {
         Buf a = {0};
         emit_ref(ac, n->a, &a);
-        emit_convert((Type)n->sub, (Type)n->type, a.data, out);
+        /* aux: a weak value adopting f16/bf16 keeps f32 precision (lower.c) */
+        emit_convert((Type)n->sub, n->aux ? type_compute((Type)n->type) : (Type)n->type, a.data, out);
         buf_free(&a);
         break;
     }

@@ -35,6 +35,7 @@ typedef struct Lower {
     int memo_cap, memo_n;
     int *scalar_index;      /* parameter -> scalar slot */
     int *tensor_index;      /* parameter -> operand */
+    Range at;               /* the typed node being lowered, for ir_verify */
 } Lower;
 
 static uint64_t node_hash(const IrNode *n)
@@ -60,9 +61,14 @@ static int32_t push_node(Lower *L, IrNode n)
         IrNode *nodes = arena_alloc(L->c->arena, sizeof(IrNode) * (size_t)cap);
         if (k->nnodes)
             memcpy(nodes, k->nodes, sizeof(IrNode) * (size_t)k->nnodes);
+        Range *ranges = arena_alloc(L->c->arena, sizeof(Range) * (size_t)cap);
+        if (k->nnodes)
+            memcpy(ranges, k->ranges, sizeof(Range) * (size_t)k->nnodes);
         k->nodes = nodes;
+        k->ranges = ranges;
         k->cap = cap;
     }
+    k->ranges[k->nnodes] = L->at;
     k->nodes[k->nnodes] = n;
     return k->nnodes++;
 }
@@ -154,20 +160,35 @@ static bool const_is(Lower *L, int32_t id, double x)
 
 /* ---- constructors with folding and algebraic identities -------------------- */
 
-static int32_t ir_cast(Lower *L, int32_t a, Type to)
+static int32_t ir_select(Lower *L, Type t, int32_t c, int32_t a, int32_t b);
+
+/* A conversion; `adopt` is a weak value meeting an f16/bf16 operand, which
+ * takes the compute type's precision as a literal does (value_adopt), not
+ * the rounding of a conversion (aux = 1 on the node). */
+static int32_t ir_convert(Lower *L, int32_t a, Type to, bool adopt)
 {
     const IrNode *o = N(L, a);
+    adopt &= to == T_F16 || to == T_BF16;
     if (o->type == to)
         return a;
     Value v;
     if (is_const_node(L, a, &v))
-        return ir_const(L, value_cast(v, to));
+        return ir_const(L, adopt ? value_adopt(v, to) : value_cast(v, to));
+    /* Converting a choice of two constants is the choice of the converted
+     * constants (where(c, 1.0, 0.0) assigned to an f32 output selects f32
+     * literals): one node less, and the branches stay literals. */
+    if (o->op == IR_SELECT && is_const_node(L, o->b, NULL) && is_const_node(L, o->c, NULL)) {
+        int32_t c = o->a, x = o->b, y = o->c;
+        return ir_select(L, to, c, ir_convert(L, x, to, adopt), ir_convert(L, y, to, adopt));
+    }
     IrNode n = blank(IR_CAST, to);
     n.sub = o->type;
     n.a = a;
+    n.aux = adopt;
     derive(L, &n);
     return intern_node(L, n);
 }
+
 
 static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
 {
@@ -370,7 +391,12 @@ static void memo_put(Lower *L, const Expr *e, int32_t id)
 
 static int32_t lower_uncached(Lower *L, const Expr *e)
 {
-    Type t = (Type)e->type;
+    /* A weak type on a value that is not a constant (a choice between two
+     * literals, arithmetic on one) computes as the constant folder
+     * computes literals: weak integers in i64, weak floats in f64.  Sema
+     * keeps the weak type so that the value still adopts the type of a
+     * typed operand it meets (a conversion node here). */
+    Type t = type_concrete((Type)e->type);
     switch ((ExprKind)e->kind) {
     case E_CONST:
         return ir_const(L, e->value);
@@ -394,7 +420,7 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         return intern_node(L, n);
     }
     case E_CAST:
-        return ir_cast(L, lower(L, e->a), t);
+        return ir_convert(L, lower(L, e->a), t, (e->op & CAST_ADOPT) != 0);
     case E_UNARY:
         return ir_unary(L, (Op)e->op, t, lower(L, e->a));
     case E_BINARY:
@@ -411,7 +437,7 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         int32_t arg = lower(L, e->a);
         int32_t ident = e->b ? lower(L, e->b) : -1;
         int32_t comb = e->c ? lower(L, e->c) : -1;
-        return ir_reducer(L, (ReducerKind)e->op, t, (Type)e->optype, arg, ident, comb);
+        return ir_reducer(L, (ReducerKind)e->op, t, type_concrete((Type)e->optype), arg, ident, comb);
     }
     default:
         nnkc_assert(!"node kind in a typed tree");
@@ -424,7 +450,10 @@ static int32_t lower(Lower *L, const Expr *e)
     int32_t id = memo_get(L, e);
     if (id >= 0)
         return id;
+    Range saved = L->at;
+    L->at = e->range;
     id = lower_uncached(L, e);
+    L->at = saved;
     memo_put(L, e, id);
     return id;
 }
@@ -457,5 +486,6 @@ IrKernel *lower_instance(Compiler *c, Instance *in)
     }
     ir_count_uses(k);
     in->ir = k;
+    ir_verify(c, k);
     return k;
 }

@@ -396,6 +396,8 @@ static int compile_one(const Args *a, const char *path)
         if (c->nerrors == 0 && a->mode != MODE_CHECK) {
             for (int i = 0; i < c->instances.n; i++)
                 lower_instance(c, c->instances.items[i]);
+        }
+        if (c->nerrors == 0 && a->mode != MODE_CHECK) { /* ir_verify found nothing */
             EmitOptions eo = {.source_name = path, .symbol_suffix = ""};
             Buf out = {0}, hdr = {0};
             const char *dest = a->output;

@@ -277,11 +277,15 @@ typedef enum {
     /* made by sema in the typed tree of an instance */
     E_PARAM,   /* kernel parameter `index` (tensor element or scalar) */
     E_LPARAM,  /* reduce() lambda parameter `index` (0 or 1) */
-    E_CAST,    /* conversion of a to `type` (implicit when `op` is 1) */
+    E_CAST,    /* conversion of a to `type`; `op`: CAST_* flags */
     E_BUILTIN, /* builtin `op` applied to args */
     E_REDUCE,  /* reducer `op`: a = argument, b = identity, c = combine */
     E_CONST,   /* a folded constant in `value` */
 } ExprKind;
+
+/* E_CAST flags: reported by -Wconversion; a weak value taking the type
+ * of an operand (f16/bf16: their compute precision, as a literal does). */
+enum { CAST_IMPLICIT = 1, CAST_ADOPT = 2 };
 
 /* How a typed value varies over a kernel's iteration space. */
 enum { VARY_UNIFORM, VARY_ROW, VARY_ELEM };
@@ -450,6 +454,7 @@ typedef enum {
     IR_CONST, IR_SCALAR, IR_LOAD, IR_IDX, IR_N, IR_UNARY, IR_BINARY,
     IR_SELECT, IR_CAST, IR_CALL, IR_RED, IR_LPARAM,
 } IrOp;
+#define IR_NOPS (IR_LPARAM + 1)
 
 /* Where a value varies, innermost last: emitters hoist by level. */
 typedef enum { L_CONST, L_UNIFORM, L_ROW, L_ELEM, L_LAMBDA } IrLevel;
@@ -461,7 +466,8 @@ typedef struct IrNode {
     uint8_t phase;   /* highest reducer phase this value depends on */
     uint16_t sub;    /* Op / Builtin / cast source type */
     int32_t a, b, c; /* operand node ids, -1 when absent */
-    int32_t aux;     /* param / operand / reducer / lambda index */
+    int32_t aux;     /* param / operand / reducer / lambda index; IR_CAST: 1
+                        for a weak value adopting f16/bf16 (no rounding) */
     Value value;     /* IR_CONST */
     int32_t uses;    /* passes.c */
 } IrNode;
@@ -485,6 +491,7 @@ typedef struct IrOutput {
 typedef struct IrKernel {
     Instance *inst;
     IrNode *nodes;
+    Range *ranges;   /* per node: the expression that made it (diagnostics) */
     int nnodes, cap;
     IrReducer *reds;
     int nreds;
@@ -496,8 +503,14 @@ typedef struct IrKernel {
     void *cse;       /* hash table, lower.c */
 } IrKernel;
 
+/* Lowers and verifies (ir_verify): check c's errors before emitting. */
 IrKernel *lower_instance(Compiler *c, Instance *in);
 void ir_count_uses(IrKernel *k);
+/* verify.c: the invariants the emitters rely on (every value of a concrete
+ * scalar type, operands before users and of the types their operator
+ * takes, indices in range).  A broken one is an internal error reported
+ * as a diagnostic at the expression concerned; returns false then. */
+bool ir_verify(Compiler *c, const IrKernel *k);
 /* Marks in `need` (nnodes bytes) every node the roots reach, not crossing
  * reducer nodes (their values come from the reducer's own pass) and not
  * reaching below `min_level` (those are computed in an outer loop). */

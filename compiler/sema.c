@@ -177,7 +177,7 @@ static Expr *convert(Ctx *x, Expr *e, Type to, bool implicit)
         return mk_const(x, value_cast(e->value, to), e->range);
     Expr *r = mk(x, E_CAST, to, e->range);
     r->optype = e->type;
-    r->op = implicit;
+    r->op = implicit ? CAST_IMPLICIT : 0;
     r->a = e;
     r->vary = e->vary;
     return finish(x, r);
@@ -202,7 +202,12 @@ static Expr *promote_to(Ctx *x, Expr *e, Type to)
         }
         return mk_const(x, v, e->range);
     }
-    return convert(x, e, to, false);
+    Expr *r = convert(x, e, to, false);
+    /* A weak value that is not a constant (where(c, 0.1, 0.2)) adopts the
+     * type as its literals would: f16/bf16 in f32 precision, unrounded. */
+    if (r != e && r->kind == E_CAST && type_is_weak((Type)e->type))
+        r->op |= CAST_ADOPT;
+    return r;
 }
 
 static Expr *to_bool(Ctx *x, Expr *e)

@@ -422,6 +422,44 @@ static void test_ir_folding(void)
     nnkc_free(c);
 }
 
+/* Every IR value has a concrete type: a choice of two weak literals with a
+ * varying condition computes in f64 (it kept "float literal" once, and the
+ * emitters indexed type_info past its end); ir_verify reports a broken
+ * invariant as a located internal error instead of a crash. */
+static void test_ir_verify(void)
+{
+    const char *src = "elementwise k(a: f64[], b: f64[]) -> (z: f64[]) {\n"
+                      "    z = where(a / 2 + 5 < b, 1.0, 0.0) + (b > 1 ? 2 : 3);\n"
+                      "}\n";
+    Compiler *c = load(src);
+    CU_ASSERT_EQUAL(c->nerrors, 0);
+    IrKernel *k = lower_instance(c, instance(c, "k"));
+    CU_ASSERT_EQUAL(c->nerrors, 0);
+    int sel = -1;
+    for (int i = 0; i < k->nnodes; i++) {
+        CU_ASSERT(k->nodes[i].type < T_NSCALAR);
+        if (k->nodes[i].op == IR_SELECT && sel < 0)
+            sel = i;
+    }
+    CU_ASSERT_FATAL(sel >= 0);
+    CU_ASSERT(ir_verify(c, k));
+    /* each broken invariant, one at a time: a weak type, an operand after
+     * its user, a cast whose source type is not its operand's */
+    uint8_t t = k->nodes[sel].type;
+    k->nodes[sel].type = T_WFLOAT;
+    CU_ASSERT(!ir_verify(c, k));
+    CU_ASSERT(has_diag(c, "t.nnk:2:42: error: internal compiler error in 'k': IR value %"));
+    CU_ASSERT(has_diag(c, "has type 'float literal', not a scalar type"));
+    k->nodes[sel].type = t;
+    int32_t a = k->nodes[sel].a;
+    k->nodes[sel].a = sel;
+    CU_ASSERT(!ir_verify(c, k));
+    CU_ASSERT(has_diag(c, "uses a value that comes after it"));
+    k->nodes[sel].a = a;
+    CU_ASSERT(ir_verify(c, k));
+    nnkc_free(c);
+}
+
 /* ---- library API -------------------------------------------------------------------------- */
 
 static void test_api_module(void)
@@ -486,6 +524,7 @@ int main(void)
     CU_pSuite ir = CU_add_suite("ir", NULL, NULL);
     CU_add_test(ir, "cse and phases", test_ir_cse_and_phases);
     CU_add_test(ir, "folding", test_ir_folding);
+    CU_add_test(ir, "verifier", test_ir_verify);
     CU_pSuite api = CU_add_suite("api", NULL, NULL);
     CU_add_test(api, "module", test_api_module);
     CU_basic_set_mode(CU_BRM_NORMAL);
