@@ -1,0 +1,217 @@
+"""ext_utils, contexts, jiterator functions, modules and reductions."""
+import os
+
+import numpy as np
+import pytest
+
+import nnk
+from nnk import ext_utils
+
+
+def test_list_and_import_extension():
+    names = ext_utils.list_extensions()
+    assert names[0] == "cpu" and len(set(names)) == len(names)
+    ext = ext_utils.import_extension_module("cpu")
+    assert ext is ext_utils.import_extension_module("cpu")
+    assert ext.name == "cpu" and ext.status == ""
+    assert ext.get_device_count() == 1
+    devs = ext.get_devices()
+    assert devs == ["0"] and devs[0].id == 0 and devs[0].host_accessible and "cpu" in devs[0].name
+    ext.device_synchronize(0)
+    ext.device_synchronize("0")
+    ext.device_synchronize()
+    assert isinstance(ext.clear_memory_cache(), int)
+    st = ext.memory_stats(0)
+    assert set(st) == {"bytes_in_use", "bytes_cached", "peak_bytes_in_use", "hits", "misses", "retries"}
+    ctx = ext.context(device_id=0)
+    assert ctx.backend == ["cpu:float"] and ctx.device_id == "0" and ctx.type_config == "float"
+
+
+def test_import_missing_extension():
+    with pytest.raises(nnk.NotFoundError) as e:
+        ext_utils.import_extension_module("nosuchext")
+    assert "nosuchext" in str(e.value) and e.value.status == "NNK_ENOTFOUND"
+
+
+def test_get_extension_context():
+    ctx = ext_utils.get_extension_context("cpu", device_id="0", type_config="half")
+    assert ctx.backend == ["cpu:half", "cpu:float"] and ctx.type_config == "half"
+    assert str(ctx) == "backends=[cpu:half, cpu:float] device_id=0 type_config=half"
+    assert ctx == ext_utils.get_extension_context("cpu", type_config="half")
+    assert ctx != ext_utils.get_extension_context("cpu")
+    dev = ext_utils.import_extension_module("cpu").get_devices()[0]
+    assert ext_utils.get_extension_context("cpu", device_id=dev).device_id == "0"
+    for bad in ({"colour": "red"}, {"device_id": 1}, {"type_config": "quarter"}, {"device_id": "0 1"},
+                {"device_id": "0,type_config=half"}, {"device_id": [0]}):
+        with pytest.raises(nnk.ArgumentError):
+            ext_utils.get_extension_context("cpu", **bad)
+
+
+def test_default_context_and_scope():
+    base = nnk.get_current_context()
+    half = ext_utils.get_extension_context("cpu", type_config="half")
+    with nnk.context_scope(half) as c:
+        assert c is half and nnk.get_current_context() == half
+        assert nnk.empty((3,)).dtype == "float16"
+        assert nnk.zeros((2,)).numpy().tolist() == [0, 0]
+    assert nnk.get_current_context() == base
+    with pytest.raises(RuntimeError):
+        with nnk.context_scope(half):
+            raise RuntimeError("out")
+    assert nnk.get_current_context() == base
+    nnk.set_default_context(half)
+    try:
+        assert nnk.get_current_context().type_config == "half"
+    finally:
+        nnk.set_default_context(base)
+    with pytest.raises(nnk.ArgumentError):
+        nnk.set_default_context("cpu")
+
+
+def test_jit_fn_numpy(add):
+    x = np.arange(6, dtype=np.float32)
+    y = np.full(6, 0.5, np.float32)
+    z = add(x, y)
+    assert type(z) is np.ndarray and z.dtype == np.float32
+    np.testing.assert_array_equal(z, x + y)
+    np.testing.assert_array_equal(add(x, y, alpha=4.0), x + 4 * y)
+    np.testing.assert_array_equal(add(x, y=y, alpha=2), x + 2 * y)
+    with pytest.raises(nnk.ArgumentError):
+        add(x, 2.0)                                               # a number for a tensor parameter
+    np.testing.assert_array_equal(add(x, y, np.float32(3)), x + 3 * y)
+    out = np.empty(6, np.float32)
+    r = add(x, y, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out, x + y)
+    assert add.name == "add" and add.num_inputs == 3 and add.num_outputs == 1 and not add.is_reduction
+    assert add.cache_size >= 1 and "add" in repr(add)
+
+
+def test_jit_fn_defaults_from_creator():
+    f = nnk.jiterator._create_jit_fn(
+        "elementwise axpb(x: f32[], a: f32 = 1, b: f32 = 0) -> (y: f32[]) { y = a * x + b; }", a=3.0, b=1)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(f(x), 3 * x + 1)
+    np.testing.assert_array_equal(f(x, b=-1.0), 3 * x - 1)
+    with pytest.raises(nnk.ArgumentError):
+        nnk.jiterator._create_jit_fn("elementwise k(x: f32[]) -> (y: f32[]) { y = x; }", nosuch=1.0)
+
+
+def test_jit_fn_storage_dtypes(add):
+    x = np.arange(8, dtype=np.float16)
+    z = add(x, x, alpha=2.0)
+    assert z.dtype == np.float16
+    np.testing.assert_array_equal(z, x * 3)
+    buf = np.empty(8, np.float32)
+    assert add(x, x, out=buf) is buf
+    np.testing.assert_array_equal(buf, x.astype(np.float32) * 2)
+
+
+def test_multi_output(two):
+    x = np.arange(5, dtype=np.float32)
+    a, b = two(x)
+    np.testing.assert_array_equal(a, x + 1)
+    np.testing.assert_array_equal(b, x * 2)
+    oa = np.empty(5, np.float32)
+    ra, rb = two(x, out=(oa,))
+    assert ra is oa
+    np.testing.assert_array_equal(rb, x * 2)
+    with pytest.raises(nnk.ArgumentError):
+        nnk.jiterator._create_multi_output_jit_fn("elementwise k(x: f32[]) -> (y: f32[]) { y = x; }", num_outputs=2)
+    with pytest.raises(nnk.ArgumentError):
+        nnk.jiterator._create_multi_output_jit_fn("elementwise k(x: f32[]) -> (y: f32[]) { y = x; }", num_outputs=0)
+    one = nnk.jiterator._create_multi_output_jit_fn(
+        "elementwise k(x: f32[]) -> (y: f32[]) { y = x; }", num_outputs=1)
+    assert isinstance(one(x), tuple)
+
+
+def test_kernel_choice():
+    src = ("elementwise neg(x: f32[]) -> (y: f32[]) { y = -x; }\n"
+           "elementwise dbl(x: f32[]) -> (y: f32[]) { y = 2 * x; }\n")
+    with pytest.raises(nnk.ArgumentError):
+        nnk.jiterator._create_jit_fn(src)
+    f = nnk.jiterator._create_jit_fn(src, kernel="dbl")
+    assert f.name == "dbl"
+    np.testing.assert_array_equal(f(np.ones(3, np.float32)), [2, 2, 2])
+
+
+def test_layouts(add):
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for x in (base[:, ::2], base[1:, 1:], base.T, base[::-1], base[..., None][:, 3]):
+        np.testing.assert_array_equal(add(x, x), x + x)
+    col = np.arange(3, dtype=np.float32).reshape(3, 1)
+    row = np.arange(4, dtype=np.float32).reshape(1, 4)
+    np.testing.assert_array_equal(add(col, row), col + row)
+    zero = np.array(5, np.float32)              # 0-d: a tensor that broadcasts
+    np.testing.assert_array_equal(add(base, zero), base + 5)
+    empty = np.zeros((0, 3), np.float32)
+    assert add(empty, empty).shape == (0, 3)
+
+
+def test_module(norms, x32):
+    assert norms.kernels == ("softmax", "l2norm")
+    assert norms.softmax is norms["softmax"] and norms.softmax.is_reduction
+    assert "softmax" in dir(norms) and "norms.nnk" in repr(norms)
+    with pytest.raises(AttributeError) as e:
+        norms.nosuch
+    assert "softmax" in str(e.value)
+    with pytest.raises(nnk.NotFoundError):
+        norms["nosuch"]
+
+
+def test_reductions(norms, x32):
+    y = norms.softmax(x32, axis=-1)
+    e = np.exp(x32 - x32.max(-1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-6)
+    r = norms.l2norm(x32, axis=(0, 2), keepdims=True)
+    assert r.shape == (1, 3, 1)
+    np.testing.assert_allclose(r, np.sqrt((x32 ** 2).sum(axis=(0, 2), keepdims=True)), rtol=1e-6)
+    np.testing.assert_allclose(norms.l2norm(x32, axis=[1]), np.sqrt((x32 ** 2).sum(1)), rtol=1e-6)
+    np.testing.assert_allclose(norms.l2norm(x32), np.sqrt((x32 ** 2).sum()), rtol=1e-6)
+    out = np.empty((2, 4), np.float32)
+    assert norms.l2norm(x32, axis=1, out=out) is out
+    np.testing.assert_allclose(out, np.sqrt((x32 ** 2).sum(1)), rtol=1e-6)
+    with pytest.raises(nnk.ShapeError):
+        norms.l2norm(x32, axis=3)
+    with pytest.raises(nnk.ArgumentError):
+        norms.l2norm(x32, axis="0")
+
+
+def test_elementwise_refuses_axis(add):
+    x = np.ones(3, np.float32)
+    with pytest.raises(nnk.ArgumentError):
+        add(x, x, axis=0)
+
+
+def test_load_with_import(tmp_path):
+    (tmp_path / "lib.nnk").write_text("func sq(v) = v * v;\n")
+    (tmp_path / "main.nnk").write_text('import "lib.nnk";\nelementwise k(x: f32[]) -> (y: f32[]) { y = sq(x); }\n')
+    m = nnk.load(tmp_path / "main.nnk")
+    np.testing.assert_array_equal(m.k(np.arange(3, dtype=np.float32)), [0, 1, 4])
+    assert m.name == str(tmp_path / "main.nnk")
+    m2 = nnk.compile('import "lib.nnk";\nelementwise k(x: f32[]) -> (y: f32[]) { y = sq(x) + 1; }\n',
+                     include_dirs=[str(tmp_path)], opt_level=1)
+    np.testing.assert_array_equal(m2.k(np.arange(3, dtype=np.float32)), [1, 2, 5])
+    with pytest.raises(FileNotFoundError):
+        nnk.load(tmp_path / "absent.nnk")
+
+
+def test_kernel_outlives_module(norms):
+    m = nnk.compile("reduction s(x: f32[]) -> (r: f32) { r = sum(x); }")
+    k = m.s
+    del m
+    assert k(np.ones(4, np.float32)).item() == 4
+
+
+def test_per_call_context(add):
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(add(x, x, ctx=ext_utils.get_extension_context("cpu")), [2, 2, 2])
+    np.testing.assert_array_equal(add(x, x, ctx="cpu"), [2, 2, 2])
+    with pytest.raises(nnk.ArgumentError):
+        add(x, x, ctx=3)
+
+
+def test_jit_stats():
+    st = nnk._nnk.jit_stats()
+    assert set(st) == {"memory_hits", "disk_hits", "compiles", "corrupt_entries"}
+    assert os.environ.get("NNK_CACHE_DIR") is None or st["corrupt_entries"] == 0

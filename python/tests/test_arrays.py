@@ -1,0 +1,145 @@
+"""nnk.Array, nnk.asarray, the buffer protocol and DLPack both ways."""
+import array
+
+import numpy as np
+import pytest
+
+import nnk
+
+
+class DLPackOnly:
+    """A producer with __dlpack__ only (as torch or jax arrays look to nnk);
+    numpy 1.24's __dlpack__ takes no max_version: the pre-1.0 path."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_asarray_zero_copy():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = nnk.asarray(x)
+    assert isinstance(a, nnk.Array)
+    assert a.shape == (3, 4) and a.dtype == "float32" and a.strides == (16, 4)
+    assert a.ndim == 2 and a.size == 12 and a.itemsize == 4 and a.nbytes == 48 and len(a) == 3
+    assert a.device == "host" and not a.readonly and "float32" in repr(a)
+    v = a.numpy()
+    assert np.shares_memory(v, x)
+    x[0, 0] = 42
+    assert v[0, 0] == 42
+    t = nnk.asarray(x.T[1:])
+    assert t.shape == (3, 3) and t.strides == (4, 16)
+    np.testing.assert_array_equal(t.numpy(), x.T[1:])
+    assert nnk.asarray(a) is a
+    assert nnk.asarray(a, ctx="cpu") is a
+
+
+def test_asarray_copies_and_conversions():
+    x = np.arange(4, dtype=np.float64)
+    h = nnk.asarray(x, dtype="float16")
+    assert h.dtype == "float16" and not np.shares_memory(h.numpy(), x)
+    np.testing.assert_array_equal(h.numpy(), x)
+    assert nnk.asarray(x, dtype=np.float32).dtype == "float32"
+    assert nnk.asarray(x, dtype=float).dtype == "float64"
+    assert nnk.asarray(x, dtype="f32").dtype == "float32"
+    assert nnk.asarray([1, 2, 3]).dtype == "int64"
+    assert nnk.asarray(2.5).shape == ()
+    with pytest.raises(nnk.DTypeError):
+        nnk.asarray(x, dtype="float128")
+
+
+def test_to_and_numpy():
+    a = nnk.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    b = a.to("cpu", dtype="float32")
+    assert b.device == "cpu:0" and b.dtype == "float32"
+    np.testing.assert_array_equal(b.numpy(), [[0, 1, 2], [3, 4, 5]])
+    c = a.to()
+    assert c.dtype == "int32" and not np.shares_memory(c.numpy(), a.numpy())
+    z = nnk.zeros((2, 2), dtype="bfloat16")
+    assert z.dtype == "bfloat16"
+    assert z.numpy().dtype == np.float32      # numpy has no bfloat16: a float32 copy
+    with pytest.raises(BufferError):
+        memoryview(z)
+    e = nnk.empty(3, dtype="uint8")
+    assert e.shape == (3,) and e.dtype == "uint8"
+
+
+def test_numpy_results_keep_memory_alive(add):
+    x = np.arange(1000, dtype=np.float32)
+    y = add(x, x)
+    base = y.base
+    while not isinstance(base, nnk.Array):
+        base = base.obj if isinstance(base, memoryview) else base.base
+    assert base.device == "cpu:0"
+    del base
+    import gc
+    gc.collect()
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_buffer_protocol_inputs(add):
+    f = array.array("f", [1, 2, 3])
+    r = add(f, f)
+    assert isinstance(r, nnk.Array)
+    assert memoryview(r).tolist() == [2, 4, 6]
+    m = memoryview(np.ones(4, np.float64))
+    np.testing.assert_array_equal(np.asarray(add(m, m)), [2, 2, 2, 2])
+    out = array.array("f", [0, 0, 0])
+    assert add(f, f, out=out) is out and out.tolist() == [2, 4, 6]
+
+
+def test_dlpack_export():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = nnk.asarray(x)
+    assert a.__dlpack_device__() == (1, 0)
+    y = np.from_dlpack(a)
+    assert np.shares_memory(x, y) and y.shape == (2, 3)
+    cap = a.__dlpack__(max_version=(1, 0))
+    assert "dltensor_versioned" in repr(cap)
+    cap = a.__dlpack__()
+    assert "dltensor" in repr(cap) and "versioned" not in repr(cap)
+    del cap                                    # never consumed: the destructor frees it
+    with pytest.raises(BufferError):
+        a.__dlpack__(dl_device=(2, 0))
+    t = nnk.asarray(x.T)
+    np.testing.assert_array_equal(np.from_dlpack(t), x.T)
+
+
+def test_dlpack_import(add):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    src = nnk.asarray(x)
+    a = nnk.asarray(DLPackOnly(src))
+    assert np.shares_memory(a.numpy(), x)
+    r = add(DLPackOnly(src), DLPackOnly(src))
+    assert isinstance(r, nnk.Array)
+    np.testing.assert_array_equal(r.numpy(), 2 * x)
+    # numpy's own __dlpack__ (unversioned capsule, no max_version keyword)
+    r2 = add(DLPackOnly(x), x)
+    assert isinstance(r2, np.ndarray)
+    np.testing.assert_array_equal(r2, 2 * x)
+    t = x.T
+    np.testing.assert_array_equal(nnk.asarray(DLPackOnly(t)).numpy(), t)
+    out = nnk.empty((2, 3), dtype="float32")
+    assert add(src, src, out=DLPackOnly(out)).a is out
+    np.testing.assert_array_equal(out.numpy(), 2 * x)
+
+
+def test_readonly_arrays(add):
+    x = np.ones(3, np.float32)
+    x.setflags(write=False)
+    a = nnk.asarray(x)
+    assert a.readonly
+    mv = memoryview(a)
+    assert mv.readonly
+    with pytest.raises(TypeError):
+        mv[0] = 1
+    np.testing.assert_array_equal(add(a, a).numpy(), [2, 2, 2])
+    with pytest.raises(nnk.ArgumentError):
+        add(x, x, out=a)
+    with pytest.raises(nnk.ArgumentError):
+        add(x, x, out=DLPackOnly(a))
