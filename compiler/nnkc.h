@@ -26,7 +26,8 @@ void nnkc_bug(const char *file, int line, const char *what);
 /* Limits of the language, checked with clear errors. */
 enum {
     NNKC_MAX_NESTING = 256,  /* expression nesting depth */
-    NNKC_MAX_PARAMS = 32,    /* tensor parameters + outputs of a kernel */
+    NNKC_MAX_PARAMS = 32,    /* tensor parameters + outputs of a kernel (abi.h's NNK_MAX_TENSORS) */
+    NNKC_MAX_SCALARS = 32,   /* scalar parameters of a kernel (abi.h's NNK_MAX_SCALARS) */
     NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */
     NNKC_MAX_DIMS = 16,      /* tensor rank (runtime and NAME_strided) */
     NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */

@@ -975,7 +975,7 @@ static bool param_is_tensor(const Param *p) { return p->ty.present && p->ty.tens
 static bool check_kernel_header(Compiler *c, Item *k)
 {
     bool ok = check_generics(c, &k->generics);
-    int ntensor = 0;
+    int ntensor = 0, nscalar = 0;
     for (int pass = 0; pass < 2; pass++) {
         const List *l = pass ? &k->outputs : &k->params;
         for (int i = 0; i < l->n; i++) {
@@ -994,7 +994,18 @@ static bool check_kernel_header(Compiler *c, Item *k)
                            p->ty.name);
                 ok = false;
             }
-            ntensor += pass || param_is_tensor(p);
+            /* The runtime's plan has room for this many of each; the
+             * first one past the limit is the one to point at. */
+            bool tensor = pass || param_is_tensor(p);
+            if (tensor && ++ntensor == NNKC_MAX_PARAMS + 1) {
+                diag_error(c, p->range, "kernel '%s' has more than %d tensor parameters and outputs", k->name,
+                           NNKC_MAX_PARAMS);
+                ok = false;
+            }
+            if (!tensor && ++nscalar == NNKC_MAX_SCALARS + 1) {
+                diag_error(c, p->range, "kernel '%s' has more than %d scalar parameters", k->name, NNKC_MAX_SCALARS);
+                ok = false;
+            }
             for (int pass2 = 0; pass2 <= pass; pass2++) {
                 const List *l2 = pass2 ? &k->outputs : &k->params;
                 int lim = pass2 == pass ? i : l2->n;
@@ -1011,10 +1022,6 @@ static bool check_kernel_header(Compiler *c, Item *k)
     }
     if (k->outputs.n == 0) {
         diag_error(c, k->name_range, "kernel '%s' has no outputs", k->name);
-        ok = false;
-    }
-    if (ntensor > NNKC_MAX_PARAMS) {
-        diag_error(c, k->name_range, "kernel '%s' has %d tensors; the limit is %d", k->name, ntensor, NNKC_MAX_PARAMS);
         ok = false;
     }
     return ok;

@@ -666,6 +666,8 @@ static nnk_status launch(call *c, nnk_args *a)
         const nnk_param_desc *pd = &d->params[p];
         if (pd->flags & NNK_PARAM_TENSOR)
             continue;
+        if (j == NNK_MAX_SCALARS) /* rt_kernel_init and sema bound them; never past the array */
+            return rt_error(NNK_EINTERNAL, "kernel '%s' has more than %d scalar parameters", k->name, NNK_MAX_SCALARS);
         const rt_value *v = c->slot[p] ? &c->slot[p]->value : &k->defaults[p];
         nnk_dtype t = (nnk_dtype)pd->dtype;
         plan.scalars[j++] = v->kind == RT_F64 ? rt_scalar_from_f64(t, v->v.f)

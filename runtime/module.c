@@ -4,6 +4,10 @@
 #include "internal.h"
 #include "nnkc.h"
 
+_Static_assert((int)NNKC_MAX_PARAMS == (int)NNK_MAX_TENSORS && (int)NNKC_MAX_SCALARS == (int)NNK_MAX_SCALARS &&
+                   (int)NNKC_MAX_GENERICS == (int)RT_MAX_GENERICS,
+               "the language's limits (nnkc.h) are the ABI's (abi.h)");
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +129,17 @@ nnk_status nnk_module_compile(const nnk_context *ctx, const char *source, const 
     }
     for (int i = 0; i < n; i++) {
         const NnkcKernelInfo *info = nnkc_module_kernel(m->nm, i);
+        int32_t nscalars = 0;
+        for (int p = 0; p < info->nparams; p++)
+            nscalars += !info->params[p].tensor;
+        /* sema enforces these limits; the fixed arrays of a kernel and a
+         * plan are sized by them, so check again rather than trust. */
+        if (info->nparams + info->nouts > RT_MAX_PARAMS || info->nparams + info->nouts - nscalars > NNK_MAX_TENSORS ||
+            nscalars > NNK_MAX_SCALARS || info->ngenerics > RT_MAX_GENERICS) {
+            s = rt_error(NNK_EUNSUPPORTED, "kernel '%s' has too many parameters or type variables", info->name);
+            nnk_module_free(m);
+            return s;
+        }
         nnk_kernel *k = rt_calloc(1, sizeof *k);
         if (!k || (s = rt_kernel_init(k, RT_KERNEL_MODULE, ctx, info->name))) {
             if (k) {
@@ -133,12 +148,6 @@ nnk_status nnk_module_compile(const nnk_context *ctx, const char *source, const 
             }
             nnk_module_free(m);
             return s ? s : NNK_ENOMEM;
-        }
-        if (info->nparams + info->nouts > RT_MAX_PARAMS || info->ngenerics > RT_MAX_GENERICS) {
-            rt_kernel_fini(k);
-            free(k);
-            nnk_module_free(m);
-            return rt_error(NNK_EUNSUPPORTED, "kernel '%s' has too many parameters or type variables", info->name);
         }
         k->mod = m;
         k->opt_level = opt;

@@ -3,16 +3,18 @@
  * 1. nnk_last_error() does not change after successful calls, even those
  *    that do first-time work (importing an extension, running its init and
  *    context hooks).
+ * 2. Every function of nnk/nnk.h (and the host API an extension gets),
+ *    called with NULL in each pointer argument the documentation does not
+ *    say may be NULL, returns NNK_EINVAL with a message (status
+ *    functions) or a documented neutral value (getters, *_free), and
+ *    never crashes.  docs/runtime.md, "Conventions".
  * 3. Sizes, strides and iteration spaces that overflow int64_t are
  *    NNK_ESHAPE, not views outside their storage.
- * 2. Every function of nnk/nnk.h (and the host API an
- * extension gets) called with NULL in each pointer argument the
- * documentation does not say may be NULL: each must return NNK_EINVAL
- * with a message (status functions) or a documented neutral value
- * (getters, *_free), never crash.  docs/runtime.md, "Conventions".
+ * 4. A kernel past the language's limits (32 scalars, 32 tensors) is a
+ *    compile error; one at the limits runs.
  *
- * One row per (function, argument): a case runs in a child process, so a
- * crash is reported as that row's failure and the others still run. */
+ * One row per case; each runs in a child process, so a crash is reported
+ * as that row's failure and the others still run. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +223,43 @@ static nnk_status broadcast_space_huge(void)
         return NNK_EINTERNAL;
     return nnk_launch(k, a);
 }
+/* The language's limits: 32 scalars and 32 tensors work; one more is a
+ * compile error (it used to overflow the plan's scalars, or read the
+ * kernel's name after freeing the module). */
+static char *limit_source(int nscalars, int ntensors)
+{
+    static char text[8192];
+    int n = snprintf(text, sizeof text, "elementwise k(");
+    for (int i = 0; i < nscalars; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "s%d: f32, ", i);
+    for (int i = 0; i < ntensors - 1; i++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%sx%d: f32[]", i ? ", " : "", i);
+    snprintf(text + n, sizeof text - (size_t)n, ") -> (y: f32[]) { y = x0 + x%d + s0 + s%d; }", ntensors - 2,
+             nscalars - 1);
+    return text;
+}
+static int limits_launch(void)
+{
+    nnk_module *m;
+    nnk_kernel *k;
+    nnk_args *a;
+    nnk_array *x, *y;
+    float v[4] = {1, 2, 3, 4}, o[4];
+    if (nnk_module_compile(NULL, limit_source(32, 32), NULL, &m) || nnk_module_kernel(m, "k", &k) ||
+        nnk_args_new(&a) || nnk_array_from_host(NULL, NNK_F32, 1, (int64_t[]){4}, v, &x))
+        return 0;
+    for (int i = 0; i < 32; i++)
+        nnk_args_f64(a, i);
+    for (int i = 0; i < 31; i++)
+        nnk_args_array(a, x);
+    if (nnk_launch(k, a) || nnk_args_output(a, 0, &y) || nnk_array_to_host(y, NNK_F32, o, sizeof o))
+        return 0;
+    return o[0] == 2 + 31 && o[3] == 8 + 31;
+}
+STATUS_ROW(l_33_scalars, NNK_ECOMPILE, nnk_module_compile(NULL, limit_source(40, 2), NULL, &mod))
+STATUS_ROW(l_33_tensors, NNK_ECOMPILE, nnk_module_compile(NULL, limit_source(2, 33), NULL, &mod))
+STATUS_ROW(l_70_params, NNK_ECOMPILE, nnk_module_compile(NULL, limit_source(40, 30), NULL, &mod))
+VALUE_ROW(l_32_and_32, limits_launch())
 STATUS_ROW(o_reshape_huge, NNK_ESHAPE, reshape_huge())
 STATUS_ROW(o_wrap_huge_strides, NNK_ESHAPE, wrap_huge_strides())
 STATUS_ROW(o_wrap_negative_strides, NNK_ESHAPE, wrap_negative_strides())
@@ -281,7 +320,7 @@ static const struct { const char *what; int (*run)(void); } rows[] = {
     R(r_host_block_ptr), R(r_host_block_block), R(r_host_cache_load_key), R(r_host_cache_load_data),
     R(r_host_cache_store_key),
     R(o_reshape_huge), R(o_wrap_huge_strides), R(o_wrap_negative_strides), R(o_slice_huge_step),
-    R(o_broadcast_space_huge),
+    R(o_broadcast_space_huge), R(l_33_scalars), R(l_33_tensors), R(l_70_params), R(l_32_and_32),
     R(v_ext_name), R(v_ext_status), R(v_ctx_free), R(v_ctx_backend_count), R(v_ctx_backend), R(v_ctx_device),
     R(v_ctx_type), R(v_ctx_str), R(v_array_retain), R(v_array_free), R(v_array_getters), R(v_module_free),
     R(v_module_count), R(v_module_name), R(v_kernel_free), R(v_kernel_getters), R(v_args_free),
