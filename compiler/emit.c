@@ -555,3 +555,35 @@ bool emit_loads(const IrKernel *k, const uint8_t *need, int op)
             return true;
     return false;
 }
+
+/* ---- text from users ----------------------------------------------------------- */
+
+/* Everything a user names (kernels, parameters) is an identifier by the
+ * lexer's rule and passes sema's reserved-name table (names.def); the one
+ * other text a user controls that reaches generated code is the source's
+ * file name (nnkc's argument, a JIT module's name=), shown in the files'
+ * first comment.  It goes through here and nowhere else: printable ASCII
+ * is kept, except that "*" "/" and "/" "*" are split so that the comment
+ * can neither end nor nest (-Wcomment); every other byte (newlines,
+ * control characters, non-ASCII) is written as \xNN. */
+const char *emit_comment_text(Compiler *c, const char *s)
+{
+    Buf b = {0};
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p > 0x7e || *p == '\\')
+            buf_printf(&b, "\\x%02x", *p);
+        else if ((p[0] == '*' && p[1] == '/') || (p[0] == '/' && p[1] == '*'))
+            buf_printf(&b, "%c\\x%02x", p[0], p[1]), p++;
+        else
+            buf_put(&b, (const char *)p, 1);
+    }
+    const char *r = arena_strdup(c->arena, b.data ? b.data : "");
+    buf_free(&b);
+    return r;
+}
+
+void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt)
+{
+    tset(d, "version", NNKC_VERSION);
+    tset(d, "source", emit_comment_text(c, opt->source_name ? opt->source_name : "<string>"));
+}

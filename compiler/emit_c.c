@@ -198,34 +198,10 @@ static const char *dtype_enum(Type t)
     return names[t];
 }
 
-/* A source name as a C parameter name: names that are C or C++ keywords,
- * common predefined macros, type-like (_t), or that the entry points use
- * themselves get a '_' appended; the entry points' own locals end in one
- * '_', so source names ending in '_' get another. */
+/* A source name as a C parameter name (names.c). */
 static const char *c_param(const Gen *g, const char *name)
 {
-    static const char *const reserved[] = {
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-        "volatile", "while", "asm", "typeof", "bool", "true", "false", "alignas", "alignof", "and", "and_eq",
-        "bitand", "bitor", "catch", "class", "compl", "concept", "consteval", "constexpr", "constinit",
-        "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit",
-        "export", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator",
-        "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
-        "static_cast", "template", "this", "thread_local", "throw", "try", "typeid", "typename", "using",
-        "virtual", "wchar_t", "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "linux", "unix", "i386",
-        "errno", "assert", "complex", "imaginary", "I", "NAN", "INFINITY", "HUGE_VAL", "EOF", "NULL",
-        "naxes", "axes", "outer", "len", "inner",
-    };
-    size_t n = strlen(name);
-    bool bad = n > 0 && name[n - 1] == '_';
-    bad |= n > 2 && strcmp(name + n - 2, "_t") == 0;
-    bad |= strncmp(name, "nnk_", 4) == 0 || strncmp(name, "NNK_", 4) == 0 || strncmp(name, "__", 2) == 0;
-    bad |= n > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z';
-    for (size_t i = 0; !bad && i < sizeof reserved / sizeof *reserved; i++)
-        bad = strcmp(name, reserved[i]) == 0;
-    return bad ? arena_printf(g->c->arena, "%s_", name) : name;
+    return name_c_param(g->c->arena, name);
 }
 
 /* "(a: f32, x: f32[]) -> (z: f32[])" */
@@ -1542,8 +1518,7 @@ static void reduction(const Gen *g, TDict *d)
 static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *opt, bool bodies)
 {
     TDict *d = tdict_new(c->arena);
-    tset(d, "version", NNKC_VERSION);
-    tset(d, "source", opt->source_name ? opt->source_name : "<string>");
+    emit_file_keys(c, d, opt);
     Buf names = {0};
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];

@@ -343,8 +343,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
     TDict *d = tdict_new(c->arena);
-    tset(d, "version", NNKC_VERSION);
-    tset(d, "source", opt->source_name ? opt->source_name : "<string>");
+    emit_file_keys(c, d, opt);
     Buf names = {0};
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];

@@ -38,36 +38,6 @@ extern char **environ;
 
 /* ---- per-instance template keys ----------------------------------------------- */
 
-/* A source name as a C parameter name, by emit_c.c's rule (C and C++
- * keywords, common macros, names the entry points use themselves and
- * names ending in '_' get a '_' appended) plus the names of the entry
- * points here: ctx and stream. */
-static const char *cname(Compiler *c, const char *name)
-{
-    static const char *const reserved[] = {
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-        "volatile", "while", "asm", "typeof", "bool", "true", "false", "alignas", "alignof", "and", "and_eq",
-        "bitand", "bitor", "catch", "class", "compl", "concept", "consteval", "constexpr", "constinit",
-        "const_cast", "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit",
-        "export", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator",
-        "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_assert",
-        "static_cast", "template", "this", "thread_local", "throw", "try", "typeid", "typename", "using",
-        "virtual", "wchar_t", "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "linux", "unix", "i386",
-        "errno", "assert", "complex", "imaginary", "I", "NAN", "INFINITY", "HUGE_VAL", "EOF", "NULL",
-        "naxes", "axes", "outer", "len", "inner", "ctx", "stream",
-    };
-    size_t n = strlen(name);
-    bool bad = n > 0 && name[n - 1] == '_';
-    bad |= n > 2 && strcmp(name + n - 2, "_t") == 0;
-    bad |= strncmp(name, "nnk_", 4) == 0 || strncmp(name, "NNK_", 4) == 0 || strncmp(name, "__", 2) == 0;
-    bad |= n > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z';
-    for (size_t i = 0; !bad && i < sizeof reserved / sizeof *reserved; i++)
-        bad = strcmp(name, reserved[i]) == 0;
-    return bad ? arena_printf(c->arena, "%s_", name) : name;
-}
-
 static const char *take(Compiler *c, Buf *b)
 {
     const char *s = arena_strdup(c->arena, b->data ? b->data : "");
@@ -87,7 +57,7 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
     for (int i = 0; i < in->nparams + in->nouts; i++) {
         bool out = i >= in->nparams;
         const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
-        const char *nm = cname(c, p->name);
+        const char *nm = name_c_param(c->arena, p->name);
         if (p->tensor || out) {
             buf_printf(&params, out ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
             buf_printf(&run_params, ", struct nnk_array *%s", nm);

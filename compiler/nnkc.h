@@ -177,6 +177,19 @@ Type type_accum(Type t);            /* sum/prod accumulator type */
 bool type_narrows(Type from, Type to);
 
 /* ===================================================================== */
+/* names.c: identifiers generated code cannot carry (names.def)          */
+/* ===================================================================== */
+
+typedef enum {
+    NK_NONE, NK_C, NK_CXX, NK_CUDA, NK_OPENCL, NK_GENERATED, NK_HEADER,
+    NK_PATTERN, /* '__' anywhere, _[A-Z]..., nnk_..., NNK_... */
+} NameKind;
+NameKind name_reserved(const char *name);
+const char *name_kind_text(NameKind k); /* "a C keyword", ... for messages */
+/* A source parameter name as a C parameter name (renamed when reserved). */
+const char *name_c_param(Arena *a, const char *name);
+
+/* ===================================================================== */
 /* fold.c: compile-time evaluation with the generated code's semantics   */
 /* ===================================================================== */
 
@@ -582,6 +595,13 @@ typedef struct EmitOptions {
     const char *symbol_suffix;/* appended to descriptor names (JIT), or "" */
     bool with_cuda;           /* fat object: descriptors name CUDA kernels */
 } EmitOptions;
+
+/* The one door for user text into generated code (emit.c): a file name
+ * made safe inside a C comment, and the keys every file template shares
+ * (version, source). */
+const char *emit_comment_text(Compiler *c, const char *s);
+typedef struct TDict TDict;
+void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt);
 
 /* The C translation unit for `instances` (Instance* with ir lowered). */
 void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);

@@ -68,32 +68,6 @@ static Binding *lookup(Ctx *x, const char *name)
     return NULL;
 }
 
-static const char *const reserved_names[] = {
-    /* C and C++ keywords and the C library names a generated file sees */
-    "auto", "break", "case", "char", "continue", "default", "do", "double", "else", "enum",
-    "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict",
-    "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
-    "unsigned", "void", "volatile", "while", "_Bool", "class", "namespace", "template",
-    "this", "new", "delete", "operator", "private", "public", "protected", "virtual",
-    "friend", "try", "catch", "throw", "main", "abs", "sqrt", "exp", "log", "sin", "cos",
-    "tan", "pow", "floor", "ceil", "round", "trunc", "fmod", "fabs", "fma", "fmin", "fmax",
-    "memcpy", "memset", "malloc", "free", "printf", "exit", "abort", "min", "max", "erf",
-    "erfc", "tanh", "sinh", "cosh", "asin", "acos", "atan", "atan2", "hypot", "cbrt",
-    "exp2", "expm1", "log2", "log10", "log1p", "lgamma", "tgamma", "copysign", "isnan",
-    "isinf", "isfinite", "signbit", "nan", "asinh", "acosh", "atanh",
-};
-
-static bool is_reserved(const char *name)
-{
-    if (strncmp(name, "nnk_", 4) == 0 || strncmp(name, "__", 2) == 0 ||
-        (name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'))
-        return true;
-    for (size_t i = 0; i < sizeof reserved_names / sizeof *reserved_names; i++)
-        if (strcmp(reserved_names[i], name) == 0)
-            return true;
-    return false;
-}
-
 /* ---- typed nodes ----------------------------------------------------------- */
 
 static Expr *mk(Ctx *x, ExprKind k, Type t, Range r)
@@ -1301,9 +1275,11 @@ static void declare_globals(Compiler *c)
             diag_error(c, it->name_range, "'%s' is a built-in function and cannot be redefined", it->name);
             continue;
         }
-        if (is_kernel && is_reserved(it->name)) {
-            diag_error(c, it->name_range, "'%s' cannot name a kernel: the generated C function would clash with C",
-                       it->name);
+        NameKind nk = is_kernel ? name_reserved(it->name) : NK_NONE;
+        if (nk != NK_NONE) {
+            /* A kernel's name is a symbol of the generated C and its
+             * header: it cannot be renamed, so it must not clash. */
+            diag_error(c, it->name_range, "'%s' cannot name a kernel: it is %s", it->name, name_kind_text(nk));
             continue;
         }
         map_put(c->arena, &c->globals, it->name, it);

@@ -1,0 +1,44 @@
+#!/bin/sh
+# File names are the one user text that reaches generated code outside
+# identifiers (the first comment of every file; compiler/emit.c's
+# emit_comment_text).  A name that closes the comment must not inject
+# code: `nnkc -c 'a*/ int robust_injected = 42; /*k.nnk'` once defined
+# robust_injected.  Every output kind, with names holding */, /*, a
+# newline, a backslash and bytes outside ASCII, must compile with
+# -Wall -Werror (-Wcomment) and define nothing but the kernel.
+set -u
+top_builddir=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
+nnkc=$top_builddir/nnkc
+cc=${CC:-cc}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+for name in 'a*/ int robust_injected = 42; /*k.nnk' "$(printf 'x\n int robust_injected = 42; //\\\n*/k.nnk')" \
+    "$(printf 'b\\*/\377\001/*.nnk')"; do
+    n=$((n + 1))
+    mkdir -p "$tmp/$n/$(dirname "$name")" || exit 1
+    src=$tmp/$n/$name
+    printf 'elementwise k%d(a: f32, x: f32[]) -> (y: f32[]) { y = a * x; }\n' $n >"$src"
+    if ! "$nnkc" -c --no-cuda "$src" -o "$tmp/k$n.o" -H "$tmp/k$n.h" 2>"$tmp/err"; then
+        echo "FAIL nnkc -c on name $n: $(cat "$tmp/err")"; fail=1; continue
+    fi
+    if nm "$tmp/k$n.o" | grep -q robust_injected; then
+        echo "FAIL name $n: nnkc -c defined robust_injected"; fail=1
+    fi
+    "$nnkc" -S --target=c "$src" -o "$tmp/k$n.c" && "$nnkc" -S --target=cuda "$src" -o "$tmp/k$n.cu" || fail=1
+    for f in "$tmp/k$n.c" "$tmp/k$n.h" "$tmp/k$n.cu"; do
+        # the first comment ends after the file name, not inside it
+        if ! head -c 4000 "$f" | tr '\n' ' ' | sed 's|\*/.*||' | grep -q '; do not edit\.'; then
+            echo "FAIL name $n: the file name ends the first comment of $(basename "$f"):"; head -2 "$f"; fail=1
+        fi
+    done
+    if ! "$cc" -std=c11 -Wall -Wextra -Werror -DNNK_NO_CLONES -O0 -c "$tmp/k$n.c" -o "$tmp/s$n.o" 2>"$tmp/err" ||
+        ! "$cc" -std=c11 -Wall -Werror -fsyntax-only -x c "$tmp/k$n.h" 2>>"$tmp/err"; then
+        echo "FAIL name $n: the generated C does not compile with -Werror:"; head -20 "$tmp/err"; fail=1
+    elif nm "$tmp/s$n.o" | grep -q robust_injected; then
+        echo "FAIL name $n: nnkc -S code defines robust_injected"; fail=1
+    fi
+done
+[ $fail = 0 ] && echo "ok: $n hostile file names, every output kind"
+exit $fail
