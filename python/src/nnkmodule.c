@@ -265,6 +265,107 @@ static PyObject *np_ndarray, *np_generic, *np_asarray;
 
 static PyObject *numpy_name;
 
+/* numpy's C API without its headers: the function table numpy publishes
+ * in the _ARRAY_API capsule, indexed as numpy's own headers index it (the
+ * slots are numpy's ABI, the same in numpy 1.x and 2.x), and the leading
+ * fields of its array and dtype structs (PyArrayObject_fields,
+ * PyArray_Descr: also unchanged between 1.x and 2.x).  Both are checked
+ * against the buffer protocol once, on a real array, and left unused when
+ * anything differs (or with NNK_PY_NUMPY_API=0): numpy.asarray and the
+ * buffer protocol are the slower path that always works. */
+enum { NP_API_NDARRAY = 2, NP_API_DESCR_FROM_TYPE = 45, NP_API_NEW_FROM_DESCR = 94, NP_API_SET_BASE = 282 };
+enum { NP_WRITEABLE = 0x0400 };
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    Py_ssize_t *dimensions;
+    Py_ssize_t *strides;
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_array_head;
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *typeobj;
+    char kind, type, byteorder, former_flags;
+    int type_num;
+} np_descr_head;
+
+typedef PyObject *(*np_descr_from_type_fn)(int);
+typedef PyObject *(*np_new_from_descr_fn)(PyTypeObject *, PyObject *, int, const Py_ssize_t *, const Py_ssize_t *,
+                                          void *, int, PyObject *);
+typedef int (*np_set_base_fn)(PyObject *, PyObject *);
+
+static void **np_api;      /* NULL: numpy.asarray for results */
+static int np_fields_ok;   /* the struct heads read right: numpy inputs without PyObject_GetBuffer */
+
+/* numpy's type numbers of the nnk dtypes (NPY_BOOL = 0 ... NPY_HALF = 23); -1: none */
+static const int np_typenum[NNK_DTYPE_COUNT] = {
+    [NNK_BOOL] = 0, [NNK_I8] = 1,  [NNK_U8] = 2,   [NNK_I16] = 3,   [NNK_U16] = 4,  [NNK_I32] = 5,  [NNK_U32] = 6,
+    [NNK_I64] = 9,  [NNK_U64] = 10, [NNK_F16] = 23, [NNK_BF16] = -1, [NNK_F32] = 11, [NNK_F64] = 12,
+};
+
+static int np_dtype_of(int type_num, nnk_dtype *out)
+{
+    if (type_num == 7 || type_num == 8) {   /* NPY_LONG, NPY_ULONG */
+        if (sizeof(long) != 8 && sizeof(long) != 4)
+            return -1;
+        *out = type_num == 7 ? (sizeof(long) == 8 ? NNK_I64 : NNK_I32) : (sizeof(long) == 8 ? NNK_U64 : NNK_U32);
+        return 0;
+    }
+    for (int i = 0; i < NNK_DTYPE_COUNT; i++)
+        if (np_typenum[i] == type_num && type_num >= 0)
+            return *out = (nnk_dtype)i, 0;
+    return -1;
+}
+
+static void numpy_api_check(void)
+{
+    const char *env = getenv("NNK_PY_NUMPY_API");
+    if (env && strcmp(env, "0") == 0)
+        return;
+    const char *mods[] = {"numpy._core._multiarray_umath", "numpy.core._multiarray_umath"};
+    void **api = NULL;
+    for (size_t i = 0; !api && i < 2; i++) {
+        PyObject *m = PyImport_ImportModule(mods[i]);
+        PyObject *cap = m ? PyObject_GetAttrString(m, "_ARRAY_API") : NULL;
+        if (cap && PyCapsule_CheckExact(cap))
+            api = PyCapsule_GetPointer(cap, NULL);
+        Py_XDECREF(cap);
+        Py_XDECREF(m);
+        PyErr_Clear();
+    }
+    if (!api || api[NP_API_NDARRAY] != (void *)np_ndarray || !api[NP_API_DESCR_FROM_TYPE] ||
+        !api[NP_API_NEW_FROM_DESCR] || !api[NP_API_SET_BASE])
+        return;
+    /* an array made through the table must read back through the buffer
+     * protocol as made, and its struct heads as the buffer says */
+    float data[6] = {0};
+    Py_ssize_t dims[2] = {2, 3}, strides[2] = {4, 8};
+    PyObject *descr = ((np_descr_from_type_fn)api[NP_API_DESCR_FROM_TYPE])(11);
+    PyObject *a = descr ? ((np_new_from_descr_fn)api[NP_API_NEW_FROM_DESCR])((PyTypeObject *)np_ndarray, descr, 2,
+                                                                             dims, strides, data, NP_WRITEABLE, NULL)
+                        : NULL;
+    Py_buffer v;
+    if (a && PyObject_GetBuffer(a, &v, PyBUF_RECORDS) == 0) {
+        int ok = v.buf == (void *)data && v.ndim == 2 && v.shape[0] == 2 && v.shape[1] == 3 && v.strides[0] == 4 &&
+                 v.strides[1] == 8 && v.itemsize == 4 && v.format && strcmp(v.format, "f") == 0 && !v.readonly;
+        if (ok)
+            np_api = api;
+        np_array_head *h = (np_array_head *)a;
+        np_descr_head *d = (np_descr_head *)h->descr;
+        np_fields_ok = ok && h->data == (char *)data && h->nd == 2 && h->dimensions[0] == 2 &&
+                       h->dimensions[1] == 3 && h->strides[0] == 4 && h->strides[1] == 8 && (h->flags & NP_WRITEABLE) &&
+                       d && d->type_num == 11 && d->kind == 'f' && d->type == 'f';
+        PyBuffer_Release(&v);
+    }
+    Py_XDECREF(a);
+    PyErr_Clear();
+}
+
 static int numpy_lookup(void)
 {
     if (np_ndarray)
@@ -288,6 +389,7 @@ static int numpy_lookup(void)
     np_ndarray = nd;
     np_generic = gen;
     np_asarray = asa;
+    numpy_api_check();
     return 1;
 }
 
@@ -888,6 +990,31 @@ static int array_getbuffer(ArrayObject *o, Py_buffer *view, int flags)
 
 static PyBufferProcs array_as_buffer = {(getbufferproc)array_getbuffer, NULL};
 
+/* A numpy array over the memory of an nnk.Array in host memory, which it
+ * keeps alive (its base). */
+static PyObject *numpy_view(PyObject *arr)
+{
+    ArrayObject *o = (ArrayObject *)arr;
+    int tn = np_typenum[nnk_array_dtype(o->a)];
+    if (!np_api || tn < 0)
+        return PyObject_CallOneArg(np_asarray, arr);   /* the buffer protocol */
+    PyObject *descr = ((np_descr_from_type_fn)np_api[NP_API_DESCR_FROM_TYPE])(tn);
+    if (!descr)
+        return NULL;
+    void *data = nnk_array_data(o->a);
+    PyObject *r = ((np_new_from_descr_fn)np_api[NP_API_NEW_FROM_DESCR])(
+        (PyTypeObject *)np_ndarray, descr, o->ndim, o->shape, o->strides, data ? data : &zero_size_data,
+        o->readonly ? 0 : NP_WRITEABLE, NULL);
+    if (!r)
+        return NULL;
+    Py_INCREF(arr);
+    if (((np_set_base_fn)np_api[NP_API_SET_BASE])(r, arr) < 0) {   /* steals arr, also on failure */
+        Py_DECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
 /* numpy view over host memory; a copy through the host for device memory. */
 static PyObject *array_to_numpy_view(PyObject *arr)
 {
@@ -899,7 +1026,7 @@ static PyObject *array_to_numpy_view(PyObject *arr)
         if (!numpy_lookup())
             return fail(NNK_EINTERNAL, "numpy has no ndarray");
     }
-    return PyObject_CallOneArg(np_asarray, arr);
+    return numpy_view(arr);
 }
 
 static PyObject *array_to_impl(ArrayObject *o, const nnk_context *ctx, nnk_dtype t)
@@ -1381,6 +1508,36 @@ bad:
     return -1;
 }
 
+/* A numpy array read from its struct head (checked by numpy_api_check):
+ * 1 done, 0 not a plain array of an nnk dtype (the buffer protocol
+ * decides), -1 error.  The reference taken keeps it from being resized. */
+static int import_numpy_fields(PyObject *o, int writable, Imported *im)
+{
+    np_array_head *h = (np_array_head *)o;
+    np_descr_head *d = (np_descr_head *)h->descr;
+    nnk_dtype t;
+    if (!d || d->byteorder == '>' || np_dtype_of(d->type_num, &t) < 0 || h->nd > NNK_MAX_DIMS)
+        return 0;
+    if (writable && !(h->flags & NP_WRITEABLE))
+        return refuse_readonly(o);
+    int64_t shape[NNK_MAX_DIMS], strides[NNK_MAX_DIMS];
+    Py_ssize_t item = (Py_ssize_t)nnk_dtype_size(t);
+    for (int k = 0; k < h->nd; k++) {
+        if (h->strides[k] % item)
+            return 0;
+        shape[k] = h->dimensions[k];
+        strides[k] = h->strides[k] / item;
+    }
+    nnk_array *a;
+    if (check(nnk_array_wrap(t, h->nd, shape, strides, h->data, &a)) < 0)
+        return -1;
+    im->a = a;
+    im->owner = o;
+    Py_INCREF(o);
+    im->readonly = !(h->flags & NP_WRITEABLE);
+    return 1;
+}
+
 /* o as an nnk_array: 1 done (im filled), 0 not an array (no error: a
  * scalar, say), -1 error.  view: storage for a buffer export, released by
  * imported_release. */
@@ -1399,6 +1556,11 @@ static int import_object(PyObject *o, int writable, Py_buffer *view, Imported *i
         return 0;
     if (is_numpy_array(o)) {
         im->numpy = 1;
+        if (np_fields_ok && Py_TYPE(o) == (PyTypeObject *)np_ndarray) {
+            int r = import_numpy_fields(o, writable, im);
+            if (r != 0)
+                return r;
+        }
         return import_buffer(o, writable, view, im);   /* faster than numpy's __dlpack__, and keeps read-only */
     }
     if (is_numpy_scalar(o))
@@ -1645,7 +1807,7 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
             break;
         ArrayObject *ya = (ArrayObject *)res[i];
         if (ca->numpy && ya->host && dtype_table[nnk_array_dtype(y)].format) {
-            PyObject *np = PyObject_CallOneArg(np_asarray, res[i]);   /* a view; keeps the Array alive */
+            PyObject *np = numpy_view(res[i]);   /* keeps the Array alive */
             Py_DECREF(res[i]);
             if (!(res[i] = np))
                 break;
@@ -2247,7 +2409,16 @@ static PyObject *fn_jit_stats(PyObject *mod, PyObject *unused)
                          "corrupt_entries", (unsigned long long)st.corrupt_entries);
 }
 
+/* For the tests: whether numpy's C API table and struct heads are used. */
+static PyObject *fn_numpy_fast_paths(PyObject *mod, PyObject *unused)
+{
+    numpy_lookup();
+    return Py_BuildValue("(OO)", np_api ? Py_True : Py_False, np_fields_ok ? Py_True : Py_False);
+}
+
 static PyMethodDef module_functions[] = {
+    {"_numpy_fast_paths", (PyCFunction)fn_numpy_fast_paths, METH_NOARGS,
+     "(numpy C API table used, numpy struct heads used)"},
     {"compile", (PyCFunction)(void (*)(void))fn_compile, METH_VARARGS | METH_KEYWORDS,
      "compile(source, options=None, ctx=None, name=None) -> Module"},
     {"create_jit_fn", (PyCFunction)(void (*)(void))fn_create_jit_fn, METH_VARARGS | METH_KEYWORDS,

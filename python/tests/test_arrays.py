@@ -143,3 +143,37 @@ def test_readonly_arrays(add):
         add(x, x, out=a)
     with pytest.raises(nnk.ArgumentError):
         add(x, x, out=DLPackOnly(a))
+
+
+def test_numpy_paths_agree(add, tmp_path):
+    """numpy arrays go through numpy's C API table and struct heads when they
+    check out, else through the buffer protocol and numpy.asarray
+    (NNK_PY_NUMPY_API=0): both give the same results, read-only flags, views."""
+    import os
+    import subprocess
+    import sys
+    from conftest import ADD
+    script = tmp_path / "paths.py"
+    script.write_text(f"""
+import numpy as np, nnk
+add = nnk.jiterator._create_jit_fn({ADD!r})
+x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+ro = np.ones((3, 2), np.float32); ro.setflags(write=False)
+z = add(x, ro, alpha=2.0)
+assert type(z) is np.ndarray and z.flags.writeable and z.dtype == np.float32, z
+np.testing.assert_array_equal(z, x + 2)
+try:
+    add(x, x, out=ro)
+except nnk.ArgumentError:
+    pass
+else:
+    raise SystemExit("read-only out accepted")
+h = add(x.astype(np.float16), x.astype(np.int64))
+assert h.dtype == np.float16
+print("ok", nnk._nnk._numpy_fast_paths())
+""")
+    for flag in ("1", "0"):
+        env = dict(os.environ, NNK_PY_NUMPY_API=flag)
+        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.startswith("ok"), (flag, r.stdout, r.stderr)
+        assert r.stdout.split(None, 1)[1].strip() == ("(True, True)" if flag == "1" else "(False, False)"), r.stdout
