@@ -8,7 +8,9 @@
 #      become objects and headers (nnkc -c -H), linked into three small C
 #      apps, which run and check themselves;
 #   2. just in time: samples/jit/jit_demo (libnnk) compiles kernels from
-#      strings at run time, when it has been built.
+#      strings at run time, when it has been built;
+#   3. Python: samples/python_demo.py with the build tree's nnk package
+#      (python/stage), when configure built it ($PYTHON, else /usr/bin/python3).
 #
 # Without autoreconf (a release tarball on a machine without Autotools),
 # or with NNK_DEMO_PLAIN=1, step 1 runs the same commands by hand.
@@ -80,6 +82,19 @@ if [ -x "$jit" ]; then
     "$jit" || status=1
 else
     echo "(not built: $jit; the JIT half of the demo needs the runtime library)"
+fi
+banner "python: samples/python_demo.py (the nnk package: ext_utils, a jiterator function, a module)"
+PY=${PYTHON:-/usr/bin/python3}
+if [ ! -e "$builddir/python/stage/nnk/_nnk.so" ]; then
+    echo "(not built: the Python package needs Python's headers at configure time)"
+else
+    case "${SAN_FLAGS:-}" in
+    *sanitize=address*)
+        # the interpreter is not instrumented: tests/python/run.sh preloads libasan
+        echo "(skipped in a sanitizer build; tests/python/run.sh runs the package there)" ;;
+    *)
+        PYTHONPATH="$builddir/python/stage${PYTHONPATH:+:$PYTHONPATH}" "$PY" "$here/python_demo.py" || status=1 ;;
+    esac
 fi
 banner "demo: $( [ $status = 0 ] && echo ok || echo FAILED )"
 exit $status

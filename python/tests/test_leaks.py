@@ -1,4 +1,7 @@
-"""Reference counts and memory stay flat over 100k calls."""
+"""Reference counts and memory stay flat over 100k calls.  Under ASan
+(tests/python/run.sh sets NNK_PY_SANITIZED) the loop is shorter and the RSS
+bound is not checked: the quarantine keeps freed blocks; the refcounts and
+nnk's own bytes in use still are."""
 import sys
 
 import numpy as np
@@ -37,7 +40,8 @@ def test_calls_do_not_leak(add):
     grown = rss_kib() - rss
     assert (sys.getrefcount(x), sys.getrefcount(out), sys.getrefcount(a)) == refs
     assert cpu.memory_stats()["bytes_in_use"] == in_use
-    assert grown < 2048, "RSS grew by %d KiB over %d calls" % (grown, 3 * n)
+    if not SANITIZED:   # ASan's quarantine holds freed blocks: RSS grows without a leak
+        assert grown < 2048, "RSS grew by %d KiB over %d calls" % (grown, 3 * n)
 
 
 def test_exports_do_not_leak():
@@ -56,4 +60,5 @@ def test_exports_do_not_leak():
         nnk.asarray(x)
         memoryview(a)
     assert (sys.getrefcount(x), sys.getrefcount(a)) == refs
-    assert rss_kib() - rss < 1024
+    if not SANITIZED:
+        assert rss_kib() - rss < 1024
