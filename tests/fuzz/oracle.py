@@ -1,0 +1,464 @@
+"""oracle - evaluates a generated program (gen.py's tree) with numpy, by
+the semantics of docs/language.md as model.py writes them.
+
+The oracle is exact where the language is (integers, bools, + - * / sqrt
+and the other correctly rounded operations, conversions, f16/bf16
+rounding).  For the functions the back ends compute within a few ulp
+(exp, sin, pow, ...) and for float reductions (whose order of additions
+the language leaves open) it computes a close value, and the fuzzer runs
+it again with those results moved by PERTURB_ULP ulp (up, down, random
+per element): an element whose value the moves change beyond rounding is
+sensitive (a comparison or a conversion to an integer near its edge) and
+is not compared; the others must agree within the spread the moves give.
+"""
+import functools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from model import (BITS, COMPARE, EPS, Invalid, accum_type, binop_types, builtin_types, concrete, convert,
+                   compute_dtype, is_float, is_int, is_uns, is_weak, obj, reducer_type, storage_round,
+                   unop_type, wrap_int, BUILTINS, CLASSES)
+
+PERTURB_ULP = 16
+
+
+class Ctx:
+    """One evaluation of one kernel instance."""
+
+    def __init__(self, prog, binding, inputs, shape, red_axes, mode=0, rng=None):
+        self.prog = prog
+        self.binding = binding                     # type variable -> scalar type
+        self.shape = tuple(shape)
+        self.red_axes = tuple(red_axes)
+        self.mode = mode                           # 0 exact; 1 up; 2 down; 3 random
+        self.rng = rng
+        self.vals = {}                             # name -> (type, value)
+        self.fparams = []                          # stack of dicts
+        self.touched = False                       # an inexact result was made
+        self.n = 1
+        for a in self.red_axes:
+            self.n *= self.shape[a]
+        for p in prog.kernel.params:
+            t = self.ty(p.ty)
+            v = inputs[p.name]
+            self.vals[p.name] = (t, v)
+
+    def ty(self, t):
+        return self.binding.get(t, t)
+
+    # -- perturbation of inexact results
+    def fuzz(self, v, t, scale=None):
+        if not is_float(concrete(t)):
+            return v
+        self.touched = True
+        if self.mode == 0:
+            return v
+        dt = compute_dtype(concrete(t))
+        eps = EPS["f64" if dt == np.float64 else "f32"] * PERTURB_ULP
+        v = np.asarray(v)
+        if self.mode == 1:
+            s = 1.0
+        elif self.mode == 2:
+            s = -1.0
+        else:
+            s = self.rng.choice([-1.0, 1.0], size=v.shape)
+        with np.errstate(all="ignore"):
+            if scale is None:
+                return (v.astype(np.float64) * (1 + s * eps)).astype(dt)
+            return (v.astype(np.float64) + s * eps * scale).astype(dt)
+
+
+def _fl(a, t):
+    with np.errstate(all="ignore"):
+        return np.asarray(a, dtype=compute_dtype(concrete(t)))
+
+
+def _tdiv(x, y):
+    if y == 0:
+        return 0
+    q = abs(x) // abs(y)
+    return q if (x < 0) == (y < 0) else -q
+
+
+def _shift(op, x, c, bits):
+    if c < 0 or c >= bits:
+        return -1 if (op == ">>" and x < 0) else 0
+    return x << c if op == "<<" else x >> c
+
+
+_vdiv = np.vectorize(_tdiv, otypes=[object])
+_vmod = np.vectorize(lambda x, y: 0 if y == 0 else x - y * _tdiv(x, y), otypes=[object])
+_vshift = np.vectorize(_shift, otypes=[object])
+
+
+def arith(op, t, a, b):
+    """a op b, both already of type t (the operands' promoted type)."""
+    if op in COMPARE:
+        if is_int(t) or t == "wint":
+            a, b = obj(a), obj(b)
+        f = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+             ">=": np.greater_equal}[op]
+        with np.errstate(invalid="ignore"):
+            return np.asarray(f(a, b), dtype=np.bool_)
+    if op in ("&&", "||"):
+        return np.logical_and(a, b) if op == "&&" else np.logical_or(a, b)
+    if t == "bool":
+        return {"&": np.logical_and, "|": np.logical_or, "^": np.logical_xor}[op](a, b)
+    if is_int(t) or t == "wint":
+        wt = "i64" if t == "wint" else t
+        a, b = obj(a), obj(b)
+        if op == "+": r = a + b
+        elif op == "-": r = a - b
+        elif op == "*": r = a * b
+        elif op == "/": r = _vdiv(a, b)
+        elif op == "%": r = _vmod(a, b)
+        elif op == "&": r = a & b
+        elif op == "|": r = a | b
+        elif op == "^": r = a ^ b
+        elif op in ("<<", ">>"): r = _vshift(op, a, b, BITS[wt])
+        else: raise AssertionError(op)
+        return obj(wrap_int(obj(r), wt))
+    a, b = _fl(a, t), _fl(b, t)
+    with np.errstate(all="ignore"):
+        return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b)
+
+
+# ---- built-in functions ------------------------------------------------------------
+
+def _gamma(x):
+    if x != x:
+        return x
+    if x == 0:
+        return math.copysign(math.inf, x)
+    if x == math.inf:
+        return x
+    if x < 0 and x == math.floor(x):
+        return math.nan
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.inf if x > 0 else 0.0
+    except ValueError:
+        return math.nan
+
+
+def _lgamma(x):
+    if x != x:
+        return x
+    if math.isinf(x):
+        return math.inf
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):
+        return math.inf
+
+
+def _fma(a, b, c):
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return a * b + c
+    try:
+        return float(Fraction(a) * Fraction(b) + Fraction(c))
+    except OverflowError:
+        return math.copysign(math.inf, a * b + c) if math.isinf(a * b + c) else (a * b + c)
+
+
+F64 = {
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "cbrt": np.cbrt, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
+    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]), "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+    "lgamma": np.vectorize(_lgamma, otypes=[np.float64]), "tgamma": np.vectorize(_gamma, otypes=[np.float64]),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "atan2": np.arctan2, "pow": np.power, "hypot": np.hypot,
+    "fma": np.vectorize(_fma, otypes=[np.float64]),
+}
+
+
+def _relu(x):
+    return np.where(np.isnan(x), x, np.where(x > 0, x, np.zeros_like(x)))
+
+
+def builtin(cx, name, t, args):
+    """name(args) with every argument already of type t; returns the value."""
+    _, rule, exact = BUILTINS[name]
+    fl = is_float(t) or t == "wfloat"
+    with np.errstate(all="ignore"):
+        if rule == "pred":
+            if not fl:
+                x = np.asarray(args[0])
+                return np.full(x.shape, name == "isfinite", dtype=np.bool_)
+            f = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}[name]
+            return np.asarray(f(_fl(args[0], t)), dtype=np.bool_)
+        if not fl:
+            a = [obj(x) for x in args]
+            wt = "i64" if t == "wint" else t
+            if name in ("floor", "ceil", "round", "trunc"):
+                return a[0]
+            if name == "abs":
+                return obj(wrap_int(np.vectorize(abs, otypes=[object])(a[0]), wt))
+            if name == "sign":
+                return np.vectorize(lambda x: (x > 0) - (x < 0), otypes=[object])(a[0])
+            if name == "relu":
+                return np.vectorize(lambda x: x if x > 0 else 0, otypes=[object])(a[0])
+            if name == "min":
+                return np.vectorize(min, otypes=[object])(a[0], a[1])
+            if name == "max":
+                return np.vectorize(max, otypes=[object])(a[0], a[1])
+            if name == "clamp":
+                return np.vectorize(lambda x, lo, hi: min(max(x, lo), hi), otypes=[object])(*a)
+            raise AssertionError(name)
+        x = [_fl(v, t) for v in args]
+        dt = compute_dtype(concrete(t))
+        if name == "sqrt": return np.sqrt(x[0])
+        if name == "floor": return np.floor(x[0])
+        if name == "ceil": return np.ceil(x[0])
+        if name == "round": return np.rint(x[0])
+        if name == "trunc": return np.trunc(x[0])
+        if name == "abs": return np.abs(x[0])
+        if name == "sign": return np.sign(x[0])
+        if name == "relu": return _relu(x[0])
+        if name == "min": return np.minimum(x[0], x[1])
+        if name == "max": return np.maximum(x[0], x[1])
+        if name == "clamp": return np.minimum(np.maximum(x[0], x[1]), x[2])
+        if name == "fmod": return np.fmod(x[0], x[1])
+        if name == "copysign": return np.copysign(x[0], x[1])
+        w = [np.asarray(v, dtype=np.float64) for v in x]
+        if name == "fma":
+            w = list(np.broadcast_arrays(*w))
+        r = np.asarray(F64[name](*w), dtype=np.float64).astype(dt)
+        return cx.fuzz(r, t)
+
+
+# ---- expressions ----------------------------------------------------------------------
+
+def ev(cx, e):
+    """(type, value) of expression e."""
+    k = e[0]
+    if k == "lit":
+        v = e[1]
+        return ("wint", obj(v)) if isinstance(v, int) else ("wfloat", np.float64(v))
+    if k == "u64lit":
+        return "u64", obj(e[1])
+    if k == "bool":
+        return "bool", np.asarray(e[1])
+    if k == "name":
+        if e[1] == "fparam":
+            return cx.fparams[-1][e[2]]
+        if e[1] == "const":
+            return const_value(cx, e[2])
+        return cx.vals[e[2]]
+    if k == "idx":
+        return "i64", obj(np.arange(int(np.prod(cx.shape)), dtype=np.int64).reshape(cx.shape))
+    if k == "n":
+        return "i64", obj(cx.n)
+    if k == "un":
+        t, v = ev(cx, e[2])
+        op = e[1]
+        rt = unop_type(op, t)
+        if op == "+":
+            return t, v
+        if op == "!":
+            return "bool", ~convert(v, t, "bool")
+        if op == "-":
+            if is_int(t) or t == "wint":
+                return t, obj(wrap_int(-obj(v), "i64" if t == "wint" else t))
+            with np.errstate(all="ignore"):
+                return t, -_fl(v, t)
+        # ~
+        if t == "bool":
+            return t, ~np.asarray(v, dtype=np.bool_)
+        return t, obj(wrap_int(~obj(v), "i64" if t == "wint" else t))
+    if k == "bin":
+        op = e[1]
+        ta, va = ev(cx, e[2])
+        tb, vb = ev(cx, e[3])
+        t, rt = binop_types(op, ta, tb)
+        if op in ("&&", "||"):
+            return "bool", arith(op, "bool", convert(va, ta, "bool"), convert(vb, tb, "bool"))
+        return rt, arith(op, t, convert(va, ta, t), convert(vb, tb, t))
+    if k == "sel":
+        tc, vc = ev(cx, e[2])
+        ta, va = ev(cx, e[3])
+        tb, vb = ev(cx, e[4])
+        from model import promote
+        t = promote(ta, tb)
+        c = convert(vc, tc, "bool")
+        a, b = convert(va, ta, t), convert(vb, tb, t)
+        if is_int(t) or t == "wint":
+            return t, obj(np.where(c, obj(a), obj(b)))
+        return t, np.where(c, a, b)
+    if k == "cast":
+        to = cx.ty(e[1])
+        t, v = ev(cx, e[2])
+        return to, convert(v, t, to, explicit=True)
+    if k == "call":
+        name, args = e[1], e[2]
+        tv = [ev(cx, a) for a in args]
+        if name == "where":
+            return ev(cx, ("sel", "where") + tuple(args))
+        t, rt = builtin_types(name, [x[0] for x in tv])
+        vals = [convert(v, u, t) for u, v in tv]
+        r = builtin(cx, name, t, vals)
+        return rt, r
+    if k == "fcall":
+        f = cx.prog.funcs[e[1]]
+        bound = {}
+        for (pname, pty), a in zip(f.params, e[2]):
+            t, v = ev(cx, a)
+            if pty is not None:
+                v, t = convert(v, t, pty, explicit=True), pty
+            bound[pname] = (t, v)
+        cx.fparams.append(bound)
+        try:
+            t, v = ev(cx, f.body)
+        finally:
+            cx.fparams.pop()
+        if f.result is not None:
+            rt = cx.ty(f.result)
+            v, t = convert(v, t, rt, explicit=True), rt
+        return t, v
+    if k == "red":
+        return reducer(cx, e[1], e[2])
+    if k == "reduce":
+        return custom_reduce(cx, e[1], e[2], e[3])
+    raise AssertionError(k)
+
+
+def const_value(cx, name):
+    c = cx.prog.consts[name]
+    t, v = ev(cx, c.expr)
+    if c.ty is not None:
+        return c.ty, convert(v, t, c.ty, explicit=True)
+    return t, v
+
+
+def _full(cx, v):
+    return np.broadcast_to(np.asarray(v), cx.shape)
+
+
+def reducer(cx, name, arg):
+    t, v = ev(cx, arg)
+    rt = reducer_type(name, t)
+    ct = concrete(t)
+    v = convert(v, t, ct)
+    a = _full(cx, v)
+    ax = cx.red_axes
+    with np.errstate(all="ignore"):
+        if name in ("any", "all"):
+            b = convert(a, ct, "bool")
+            return "bool", (np.any if name == "any" else np.all)(b, axis=ax, keepdims=True)
+        if name in ("argmax", "argmin"):
+            m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
+            m = m.reshape(m.shape[:a.ndim - len(ax)] + (-1,))
+            if is_int(ct) or ct == "bool":
+                f = (lambda r: max(range(len(r)), key=lambda i: (r[i], -i))) if name == "argmax" else \
+                    (lambda r: min(range(len(r)), key=lambda i: (r[i], i)))
+                idx = np.empty(m.shape[:-1], dtype=object)
+                for ix in np.ndindex(*m.shape[:-1]):
+                    idx[ix] = f(list(m[ix]))
+            else:
+                idx = obj((np.argmax if name == "argmax" else np.argmin)(m, axis=-1))
+            return "i64", obj(np.expand_dims(idx, ax))
+        if name in ("max", "min"):
+            if is_int(ct) or ct == "bool":
+                r = (np.max if name == "max" else np.min)(obj(a) if ct != "bool" else a, axis=ax, keepdims=True)
+                return rt, (obj(r) if ct != "bool" else r)
+            r = (np.max if name == "max" else np.min)(a, axis=ax, keepdims=True)
+            return rt, r
+        acc = accum_type(ct)
+        if name in ("sum", "prod", "mean"):
+            if is_float(ct):
+                w = np.asarray(a, dtype=np.float64)
+                if name == "prod":
+                    r = np.prod(w, axis=ax, keepdims=True).astype(compute_dtype(acc))
+                    r = cx.fuzz(r, acc)
+                else:
+                    r = np.sum(w, axis=ax, keepdims=True)
+                    scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) \
+                        if w.size else 0
+                    if name == "mean":
+                        r = r / cx.n
+                        scale = scale / max(cx.n, 1)
+                    r = cx.fuzz(r.astype(compute_dtype(acc)), acc, scale=scale)
+                    if name == "mean":
+                        r = r.astype(compute_dtype(acc))
+                return rt, np.asarray(r, dtype=compute_dtype(rt))
+            o = obj(a) if ct != "bool" else obj(np.asarray(a, dtype=np.int64))
+            if name == "prod":
+                r = np.prod(o, axis=ax, keepdims=True) if o.size else obj(np.ones(1))
+            else:
+                r = np.sum(o, axis=ax, keepdims=True)
+            r = obj(wrap_int(obj(r), acc))
+            if name == "mean":
+                f = convert(r, acc, "f64") / cx.n
+                return "f64", np.asarray(f, dtype=np.float64)
+            return rt, r
+    raise AssertionError(name)
+
+
+COMBINE = {"+", "*", "|", "&", "^", "max", "min"}
+
+
+def custom_reduce(cx, arg, ident, cop):
+    t, v = ev(cx, arg)
+    ti, vi = ev(cx, ident)
+    from model import promote
+    rt = concrete(promote(t, ti))
+    a = _full(cx, convert(v, t, rt))
+    i0 = convert(vi, ti, rt)
+    ax = cx.red_axes
+    m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
+    m = m.reshape(m.shape[:a.ndim - len(ax)] + (-1,))
+    with np.errstate(all="ignore"):
+        if cop in ("max", "min"):
+            def f(x, y):
+                return builtin(cx, cop, rt, [x, y])
+        else:
+            def f(x, y):
+                return arith(cop, rt, x, y)
+        out = np.empty(m.shape[:-1], dtype=object)
+        for ix in np.ndindex(*m.shape[:-1]):
+            acc = np.asarray(i0)
+            for x in m[ix]:
+                acc = f(acc, np.asarray(x))
+            out[ix] = acc.item() if hasattr(acc, "item") else acc
+        if is_float(rt):
+            r = np.asarray(out.astype(np.float64), dtype=compute_dtype(rt))
+            if cop in ("+", "*"):
+                w = np.asarray(a, dtype=np.float64)
+                scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax) if w.size else 0
+                r = cx.fuzz(r, rt, scale=scale if cop == "+" else None)
+            return rt, np.expand_dims(r, ax)
+        if rt == "bool":
+            return rt, np.expand_dims(np.asarray(out, dtype=np.bool_), ax)
+        return rt, obj(np.expand_dims(out, ax))
+
+
+# ---- a kernel ---------------------------------------------------------------------------
+
+def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
+    """Evaluates the kernel's statements; returns {output: (type, value)}
+    with reduced-shape outputs in keepdims shape, values as stored."""
+    cx = Ctx(prog, binding, inputs, shape, red_axes, mode, np.random.default_rng(seed))
+    kern = prog.kernel
+    outs = {}
+    for st in kern.body:
+        if st.kind == "let":
+            t, v = ev(cx, st.expr)
+            if st.ty is not None:
+                lt = cx.ty(st.ty)
+                v, t = convert(v, t, lt, explicit=True), lt
+            cx.vals[st.name] = (t, v)
+        else:
+            o = kern.out(st.name)
+            ot = cx.ty(o.ty)
+            t, v = ev(cx, st.expr)
+            v = storage_round(convert(v, t, ot), ot)
+            if is_int(ot):
+                v = obj(v)
+            cx.vals[st.name] = (ot, v)
+            outs[st.name] = (ot, v)
+    outs[None] = cx.touched
+    return outs
