@@ -992,12 +992,14 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     Need ind = need_of(g, iroots, niroots);
     Buf ipro = {0};
     {
-        bool uses_p = false;
+        bool uses_p = ind.n;
         for (int s = 0; s < g->nscalars; s++)
             uses_p |= ind.scalars[s];
         if (!uses_p)
             buf_puts(&ipro, "(void)p;\n");
         read_scalars(g, "p", ind.scalars, &ipro);
+        if (ind.n) /* an identity may read n: reduce(x, f32(n), ...) */
+            buf_puts(&ipro, "const int64_t n_red = p->nreduced;\n");
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
         emit_level(&ac, ind.in, L_CONST, L_UNIFORM, &ipro);
@@ -1020,6 +1022,8 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         for (int s = 0; s < g->nscalars; s++)
             sc[s] = ind.scalars[s] && !nd.scalars[s];
         read_scalars(g, "p", sc, &pro);
+        if (ind.n && !nd.n)
+            buf_puts(&pro, "const int64_t n_red = p->nreduced;\n");
         uint8_t *sel = calloc((size_t)k->nnodes + 1, 1);
         for (int i = 0; i < k->nnodes; i++)
             sel[i] = ind.in[i] && k->nodes[i].level <= L_UNIFORM;

@@ -221,6 +221,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         int32_t roots[256];
         int nroots = 0;
         Buf fields = {0}, init = {0}, merge = {0}, final = {0}, step = {0}, shfl = {0}, ident = {0};
+        bool ident_n = false;
+        uint8_t *ident_done = NULL;
         for (int ri = 0; ri < k->nreds; ri++) {
             const IrReducer *r = &k->reds[ri];
             if (r->phase != ph)
@@ -242,8 +244,24 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
                 uint8_t *need = mark(k, &r->ident, 1);
                 CuAccess m = {CU_SLICE};
                 EmitAccess ac = cu_access(c, o, &m);
-                emit_levels(&ac, need, L_CONST, L_UNIFORM, &ident);
+                /* an identity may read n (reduce(x, f32(n), ...)): the init
+                 * function has no n_red of its own */
+                for (int i = 0; i < k->nnodes && !ident_n; i++)
+                    if (need[i] && k->nodes[i].op == IR_N) {
+                        buf_puts(&ident, "const int64_t n_red = p.nreduced;\n");
+                        ident_n = true;
+                    }
+                /* two identities may share nodes: each is declared once */
+                if (!ident_done)
+                    ident_done = calloc((size_t)k->nnodes + 1, 1);
+                uint8_t *fresh = calloc((size_t)k->nnodes + 1, 1);
+                for (int i = 0; i < k->nnodes; i++) {
+                    fresh[i] = need[i] && !ident_done[i];
+                    ident_done[i] |= need[i];
+                }
+                emit_levels(&ac, fresh, L_CONST, L_UNIFORM, &ident);
                 emit_ref(&ac, r->ident, &id);
+                free(fresh);
                 free(need);
             } else {
                 emit_red_identity(r, &id);
@@ -285,6 +303,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         tset(P, "read_scalars", dup(c, &rs));
         tset(P, "state_fields", fields.data ? dup(c, &fields) : "char unused_;");
         tset(P, "ident_code", dup(c, &ident));
+        free(ident_done);
         tset(P, "init_code", init.data ? dup(c, &init) : "(void)s;");
         tset(P, "merge_code", merge.data ? dup(c, &merge) : "(void)a;\n(void)b;");
         tset(P, "final_code", final.data ? dup(c, &final) : "(void)f;\n(void)s;");
