@@ -1828,6 +1828,9 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
     } else {
         for (int i = 0; i < got; i++)
             Py_DECREF(res[i]);
+        if (!PyErr_Occurred())
+            fail(NNK_EINTERNAL, "kernel '%s' returned %d outputs; at most %d can come back", nnk_kernel_name(self->k),
+                 (int)nout, NNK_MAX_TENSORS);
     }
 done:
     /* the list lets go of the arrays before their memory is released */

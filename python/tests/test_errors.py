@@ -128,3 +128,88 @@ def test_exception_refcounts(add):
         with pytest.raises(nnk.ShapeError):
             add(x, np.ones(4, np.float32))
     assert sys.getrefcount(x) == before
+
+
+class BadDLPack:
+    """Producers that lie: a non-capsule, a wrong name, a raising __dlpack__,
+    a device nnk cannot reach, a __dlpack_device__ of the wrong shape."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __dlpack__(self, **kw):
+        if self.kind == "raise":
+            raise RuntimeError("producer failed")
+        if self.kind == "notcap":
+            return 42
+        if self.kind == "badname":
+            import ctypes
+            PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+            PyCapsule_New.restype = ctypes.py_object
+            PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+            return PyCapsule_New(id(self), b"not_dltensor", None)
+        return nnk.asarray(np.ones(3, np.float32)).__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        if self.kind == "cuda":
+            return (2, 0)
+        if self.kind == "baddev":
+            return "cpu"
+        return (1, 0)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_generated_arguments_never_crash(add, two, norms):
+    """Random calls over a pool of hostile and valid objects: every call returns
+    or raises nnk.Error (or Python's own ValueError / TypeError / BufferError /
+    OverflowError for objects that refuse to export) -- never SystemError or a
+    crash.  The valid arrays are float32 so no call compiles a new instance."""
+    import array
+    import random
+
+    f32 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ro = f32.copy()
+    ro.setflags(write=False)
+    released = memoryview(bytearray(16))
+    released.release()
+    pool = [
+        f32, f32[:, ::2], f32.T, f32[::-1, 1:], np.float32(2), np.array(3, np.float32), np.zeros((0, 4), np.float32),
+        ro, np.ones(4, ">f4"), np.ones(4, np.complex64), np.array([None, 1]),
+        np.zeros(2, dtype=[("a", "f4"), ("b", "i1")]), np.ones((1,) * 17, np.float32),
+        memoryview(bytearray(16)).cast("f"), memoryview(bytearray(16)).cast("f").toreadonly(), released,
+        array.array("f", [1, 2, 3, 4]), nnk.asarray(f32), nnk.asarray(ro), nnk.zeros((3, 4)),
+        BadDLPack("ok"), BadDLPack("raise"), BadDLPack("notcap"), BadDLPack("badname"), BadDLPack("cuda"),
+        BadDLPack("baddev"),
+        0, 1, -1, 2 ** 63, 2 ** 80, 1.5, float("nan"), float("inf"), True, 1j, None, "x", b"", {}, [], (), [f32],
+        (f32, f32), object(), np.float64(1.0), np.int64(3), np.bool_(True), np.complex128(1j), slice(1),
+    ]
+    allowed = (nnk.Error, ValueError, TypeError, BufferError, OverflowError, RuntimeError)
+    rng = random.Random(17)
+    calls = [
+        lambda a, b, c: add(a, b),
+        lambda a, b, c: add(a, b, alpha=c),
+        lambda a, b, c: add(a, b, c),
+        lambda a, b, c: add(a, b, out=c),
+        lambda a, b, c: add(a, y=b, out=(c,)),
+        lambda a, b, c: two(a, out=(b, c)),
+        lambda a, b, c: norms.l2norm(a, axis=b, keepdims=c),
+        lambda a, b, c: norms.softmax(a, axis=-1, out=b),
+        lambda a, b, c: add(a, b, ctx=c),
+        lambda a, b, c: nnk.asarray(a, ctx=b, dtype=c),
+        lambda a, b, c: nnk.asarray(a).to(b, c),
+        lambda a, b, c: add(**{"x": a, "y": b, "nosuch": c}),
+    ]
+    outcomes = {"ok": 0, "error": 0}
+    compiles = nnk._nnk.jit_stats()["compiles"] + nnk._nnk.jit_stats()["disk_hits"]
+    for _ in range(3000):
+        f = rng.choice(calls)
+        a, b, c = rng.choice(pool), rng.choice(pool), rng.choice(pool)
+        try:
+            f(a, b, c)
+            outcomes["ok"] += 1
+        except allowed as e:
+            assert not isinstance(e, SystemError), e
+            outcomes["error"] += 1
+    new = nnk._nnk.jit_stats()["compiles"] + nnk._nnk.jit_stats()["disk_hits"] - compiles
+    assert new <= 8, "%d instances compiled: keep the pool's valid arrays float32" % new
+    assert outcomes["ok"] > 20 and outcomes["error"] > 1000, outcomes
