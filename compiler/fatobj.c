@@ -99,7 +99,7 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
     /* the descriptor (c/desc.tmpl): the instance name prefixes its kernels */
     tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
     tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
-    tset(e, "cuda_image_size", opt->with_cuda ? "sizeof nnk_fatbin_" : "0");
+    tset(e, "cuda_image_size", opt->with_cuda ? "(sizeof nnk_fatbin_ - 1)" : "0");
 }
 
 /* ---- architectures ----------------------------------------------------------------- */
@@ -264,15 +264,22 @@ unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptio
     if (!ok) {
         buf_printf(&msg, "cannot write %s", src);
     } else {
-        /* nvcc -fatbin: SASS for every arch, PTX of the newest portable one */
+        /* One nvcc -fatbin for every arch: SASS for each, PTX of the newest
+         * portable one.  --threads runs the per-arch pipelines (cicc, ptxas)
+         * side by side, one thread an arch up to the CPUs there are: they
+         * are most of the time of nnkc -c (docs/cuda-backend.md). */
         char *argv[128];
         int n = 0;
-        char optflag[16];
+        char optflag[16], threads[16];
         snprintf(optflag, sizeof optflag, "-O%d", opt_level < 3 ? 3 : opt_level); /* host side only */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(threads, sizeof threads, "%d", cpus > 0 && cpus < na ? (int)cpus : na);
         argv[n++] = (char *)nvcc;
         argv[n++] = (char *)"-fatbin";
         argv[n++] = (char *)"-std=c++17";
         argv[n++] = optflag;
+        argv[n++] = (char *)"--threads";
+        argv[n++] = threads;
         int ptx = -1;
         for (int i = 0; i < na; i++)
             if (!a[i].variant)
@@ -316,19 +323,31 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, c
                    size_t size, Buf *out)
 {
     if (fatbin) {
-        /* a fatbin must be 8-byte aligned for the driver; 64 costs nothing */
+        /* A fatbin must be 8-byte aligned for the driver; 64 costs nothing.
+         * The bytes are a string literal, not a list of numbers: the C
+         * compiler reads a megabyte of "\xHH" in a tenth of a second and
+         * a megabyte of "N," initializers in seconds.  The array has room
+         * for the literal's NUL (no warning about an unterminated string);
+         * cuda_image_size leaves it out. */
         buf_printf(out, "/* The CUDA code of this object: an nvcc fatbin of %zu bytes (docs/cuda-backend.md). */\n"
-                        "static const unsigned char nnk_fatbin_[%zu] __attribute__((aligned(64), used)) = {\n",
+                        "static const unsigned char nnk_fatbin_[%zu + 1] __attribute__((aligned(64), used)) =\n",
                    size, size);
-        char line[16 * 5 + 8];
-        for (size_t i = 0; i < size; i += 16) {
+        static const char hex[] = "0123456789abcdef";
+        char line[32 * 4 + 8];
+        for (size_t i = 0; i < size; i += 32) {
             size_t n = 0;
-            for (size_t j = i; j < size && j < i + 16; j++)
-                n += (size_t)snprintf(line + n, sizeof line - n, "%u,", fatbin[j]);
+            line[n++] = '"';
+            for (size_t j = i; j < size && j < i + 32; j++) {
+                line[n++] = '\\';
+                line[n++] = 'x';
+                line[n++] = hex[fatbin[j] >> 4];
+                line[n++] = hex[fatbin[j] & 15];
+            }
+            line[n++] = '"';
             line[n++] = '\n';
             buf_put(out, line, n);
         }
-        buf_puts(out, "};\n\n");
+        buf_puts(out, ";\n\n");
     }
     emit_c_file(c, instances, opt, out);
     TDict *d = tdict_new(c->arena);
