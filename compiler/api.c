@@ -141,7 +141,7 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
             *error = xstrdup(!m || !kernel ? "invalid arguments" : "the module has errors");
         return NULL;
     }
-    Compiler *const c = m->c;
+    Compiler *volatile const c = m->c; /* volatile: live across the setjmp below (-Wclobbered) */
     Item *k = sema_find_kernel(c, kernel);
     if (!k) {
         if (error) {
