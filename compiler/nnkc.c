@@ -78,6 +78,38 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* The options parse_args knows, for "did you mean" (a trailing '=': the
+ * option takes its value after one). */
+static const char *const option_names[] = {
+    "--help", "--version", "--check", "-S", "-c", "--emit-header", "--emit=", "--target=", "-o", "-H", "-MF",
+    "-MT", "-MD", "-MP", "-I", "-T", "-O0", "-O1", "-O2", "-O3", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
+    "--no-cuda", "--color=",
+};
+
+/* "unknown option '--chek'; did you mean '--check'?": the name before any
+ * '=' against the known names, the value kept. */
+static int unknown_option(Arena *ar, const char *s)
+{
+    enum { N = sizeof option_names / sizeof *option_names };
+    const char *eq = strchr(s, '=');
+    size_t n = eq ? (size_t)(eq - s) : strlen(s);
+    const char *bare[N];
+    for (int i = 0; i < N; i++) {
+        size_t l = strlen(option_names[i]);
+        bare[i] = option_names[i][l - 1] == '=' ? arena_strndup(ar, option_names[i], l - 1) : option_names[i];
+    }
+    const char *sug = diag_suggest(arena_strndup(ar, s, n), bare, N);
+    if (!sug)
+        return usage_error("unknown option '%s'", s);
+    int k = 0;
+    while (bare[k] != sug)
+        k++;
+    bool takes_value = bare[k] != option_names[k];
+    fprintf(stderr, "nnkc: error: unknown option '%s'; did you mean '%s%s%s'?\n(run 'nnkc --help' for the options)\n", s,
+            sug, takes_value ? "=" : "", takes_value ? (eq ? eq + 1 : "...") : "");
+    return 2;
+}
+
 static bool parse_types(Options *o, const char *list)
 {
     const char *p = list;
@@ -197,7 +229,7 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
             if (a->color == -2)
                 return usage_error("--color takes auto, always or never, not '%s'", w);
         } else if (strcmp(s, "-") != 0 && s[0] == '-' && s[1]) {
-            return usage_error("unknown option '%s'", s);
+            return unknown_option(ar, s);
         } else {
             list_push(ar, &a->inputs, (void *)s);
         }
@@ -479,6 +511,15 @@ static int compile_one(const Args *a, const char *path)
     if (diags.len)
         fwrite(diags.data, 1, diags.len, stderr);
     buf_free(&diags);
+    /* the count after a file's diagnostics, as clang's "2 errors generated." */
+    if (c->nwarnings || c->nerrors) {
+        const int nw = c->nwarnings, ne = c->nerrors;
+        if (nw)
+            fprintf(stderr, "%d warning%s%s", nw, nw > 1 ? "s" : "", ne ? " and " : "");
+        if (ne)
+            fprintf(stderr, "%d error%s", ne, ne > 1 ? "s" : "");
+        fputs(" generated.\n", stderr);
+    }
     if (c->nerrors)
         status = 1;
     nnkc_free(c);

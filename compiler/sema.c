@@ -240,7 +240,7 @@ static bool check_generics(Compiler *c, const List *gens)
                 diag_error(c, g->cls_range, "unknown type class '%s'; did you mean '%s'?", g->cls_name, s);
             else
                 diag_error(c, g->cls_range, "unknown type class '%s'", g->cls_name);
-            diag_note_plain(c, "the classes are float, int, uint, num and any");
+            diag_note(c, g->cls_range, "the classes are float, int, uint, num and any");
             ok = false;
         }
         if (type_lookup(g->name, strlen(g->name)) != T_NONE) {

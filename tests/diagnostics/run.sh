@@ -45,5 +45,32 @@ for f in valid/*.nnk; do
     fi
 done
 [ $update = 1 ] && { echo "updated the .err files"; exit 0; }
+# misspelled options: exit status 2 and a suggestion (the value kept)
+while read -r opt want; do
+    n=$((n + 1))
+    "$nnkc" "$opt" valid/does-not-matter.nnk >/dev/null 2>"$out"
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -qF "nnkc: error: unknown option '$opt'; did you mean '$want'?" "$out"; then
+        echo "FAIL option $opt: exit status $rc, expected 2 and a suggestion of $want:"
+        cat "$out"
+        fail=$((fail + 1))
+    fi
+done <<'OPTIONS'
+--chek --check
+--taget=cuda --target=cuda
+--cuda-archs=sm_80 --cuda-arch=sm_80
+--colour=never --color=never
+-Wconvertion -Wconversion
+--emitheader --emit-header
+--no-cdua --no-cuda
+OPTIONS
+n=$((n + 1))
+"$nnkc" --zzzzzzzz valid/does-not-matter.nnk >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 2 ] || grep -q "did you mean" "$out"; then
+    echo "FAIL: an option far from every known one: exit status $rc (expected 2), or a suggestion:"
+    cat "$out"
+    fail=$((fail + 1))
+fi
 echo "$((n - fail))/$n diagnostics cases passed"
 [ $fail = 0 ]
