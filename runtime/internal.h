@@ -77,6 +77,7 @@ typedef struct rt_kw {
     nnk_kw_pair *pairs;
     char *storage;
     uint8_t *used;
+    const char *what; /* rt_kw_parse's: every message about the string begins with it */
 } rt_kw;
 /* `what` names the string in messages ("context kw", "options"). */
 nnk_status rt_kw_parse(const char *text, const char *what, rt_kw *kw);

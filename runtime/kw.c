@@ -13,7 +13,7 @@ static bool is_sep(char c) { return c == ' ' || c == '\t' || c == ',' || c == '\
 
 nnk_status rt_kw_parse(const char *text, const char *what, rt_kw *kw)
 {
-    *kw = (rt_kw){0};
+    *kw = (rt_kw){.what = what};
     if (!text)
         return NNK_OK;
     size_t len = strlen(text);
@@ -101,8 +101,8 @@ nnk_status rt_kw_int(rt_kw *kw, const char *key, int64_t lo, int64_t hi, int64_t
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (errno || *end || end == v || x < lo || x > hi)
-        return rt_error(NNK_EINVAL, "bad value '%s' for key '%s': expected an integer in [%lld, %lld]", v, key,
-                        (long long)lo, (long long)hi);
+        return rt_error(NNK_EINVAL, "%s: bad value '%s' for key '%s': expected an integer in [%lld, %lld]",
+                        kw->what ? kw->what : "options", v, key, (long long)lo, (long long)hi);
     *val = x;
     return NNK_OK;
 }

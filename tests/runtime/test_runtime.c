@@ -197,8 +197,10 @@ static void test_contexts(void)
     MSG_HAS("double");
     FAILS(nnk_get_extension_context("cpu", "device_id=1", &c), NNK_EINVAL);
     MSG_HAS("device_id");
+    MSG_HAS("context of extension 'cpu': "); /* as the other kw errors begin */
     FAILS(nnk_get_extension_context("cpu", "device_id=x", &c), NNK_EINVAL);
     MSG_HAS("device_id");
+    MSG_HAS("context of extension 'cpu': ");
     FAILS(nnk_get_extension_context("cpu", "device_id", &c), NNK_EINVAL);
     FAILS(nnk_get_extension_context("cpu", "device_id=", &c), NNK_EINVAL);
     MSG_HAS("device_id");
