@@ -1484,7 +1484,7 @@ static void reduction(const Gen *g, TDict *d)
     need_free(&nd);
     need_free(&tnd);
 
-    /* §6 entry: [outer, len, inner] views */
+    /* §8 entry: [outer, len, inner] views */
     Buf args = {0};
     int vi = 0;
     for (int i = 0; i < g->in->nparams; i++) {

@@ -2,7 +2,7 @@
  * nnkc -S and the C compiler) and called through its generated header.
  * No runtime library is involved: the object is self-contained C.
  *
- *   saxpy(n, a, x, y, z)            contiguous arrays (language.md section 6)
+ *   saxpy(n, a, x, y, z)            contiguous arrays (language.md section 8)
  *   saxpy_strided(a, &x, &y, &z)    array views: any strides, broadcasting
  */
 #include <math.h>

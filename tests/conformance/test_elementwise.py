@@ -833,7 +833,7 @@ def test_shape_errors():
 
 
 def test_contiguous_entry_point():
-    """language.md section 6: NAME(n, scalars..., pointers...)."""
+    """language.md section 8: NAME(n, scalars..., pointers...)."""
     for n in (0, 1, 15, 16, 17, 1000, 4099):
         x = rng.uniform(-1, 1, n).astype(np.float32)
         y = rng.uniform(-1, 1, n).astype(np.float32)
