@@ -93,8 +93,23 @@ else
         # the interpreter is not instrumented: tests/python/run.sh preloads libasan
         echo "(skipped in a sanitizer build; tests/python/run.sh runs the package there)" ;;
     *)
-        PYTHONPATH="$builddir/python/stage${PYTHONPATH:+:$PYTHONPATH}" "$PY" "$here/python_demo.py" || status=1 ;;
+        PYTHONPATH="$builddir/python/stage${PYTHONPATH:+:$PYTHONPATH}" "$PY" "$here/python_demo.py" || status=1
+        py_ran=1 ;;
     esac
 fi
+banner "summary: what ran where"
+echo "ahead of time: nnkc -c --no-cuda made CPU objects of saxpy.nnk, activations.nnk and norms.nnk;"
+echo "  the three C apps call their entry points directly (no libnnk), on this CPU, and check"
+echo "  every value against a double-precision reference (plus the views of saxpy_strided)"
+if [ -x "$jit" ]; then
+    echo "just in time: jit_demo gave libnnk .nnk source strings; the cpu extension's JIT compiled"
+    echo "  gelu for f32 and f16 and a module (softmax, l2norm) with the system C compiler at run"
+    echo "  time (cached on disk for the next run), and ran them on the default context, cpu"
+fi
+if [ -n "${py_ran:-}" ]; then
+    echo "python: python_demo.py drove the same libnnk through the nnk package (its C extension"
+    echo "  module): the extensions, a jiterator function and a module, on the cpu context"
+fi
+echo "(GPU code: nnkc -c without --no-cuda adds a fatbin; docs/cuda-backend.md)"
 banner "demo: $( [ $status = 0 ] && echo ok || echo FAILED )"
 exit $status

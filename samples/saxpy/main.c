@@ -42,6 +42,8 @@ int main(void)
         bad |= w[i] != -x[2 * i] + y[3];
     }
     printf("]  (status %d)\n", rc);
+    printf("  one call on views, no copies: x[::2] takes every other element of x (stride 2),\n"
+           "  y[3] is one element broadcast to all four (stride 0), so each w[i] = -x[2i] + %g\n", (double)y[3]);
     bad |= rc != 0;
     printf("%s\n", bad ? "saxpy: WRONG RESULTS" : "saxpy: ok");
     return bad;
