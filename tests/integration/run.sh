@@ -37,6 +37,42 @@ check_rebuild() {
     echo "ok   $name: built, ran, and rebuilt exactly $dep"
 }
 
+# The installed libnnk searches the installed extension directory (the
+# paths follow the configuration, runtime/nnk_paths.h): a program built
+# with pkg-config alone, its run-time path from nnk.pc's rpath, no
+# NNK_EXTENSION_PATH and no LD_LIBRARY_PATH, lists the installed cuda and
+# cudnn extensions and names the directory nnk.pc names.
+cat > "$work/ext.c" <<'EOF'
+#include <nnk/nnk.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    const char *names[64];
+    int32_t n = 0;
+    if (argc != 2 || nnk_list_extensions(names, 64, &n) != NNK_OK || n > 64)
+        return 2;
+    int found = 0;
+    for (int32_t i = 0; i < n; i++) {
+        printf(" %s", names[i]);
+        found += strcmp(names[i], "cuda") == 0 || strcmp(names[i], "cudnn") == 0;
+    }
+    printf(" (in %s)\n", nnk_extension_dir());
+    return found == 2 && strcmp(nnk_extension_dir(), argv[1]) == 0 ? 0 : 1;
+}
+EOF
+# shellcheck disable=SC2046
+${CC:-cc} -o "$work/ext" "$work/ext.c" $(pkg-config --cflags --libs nnk) $(pkg-config --variable=rpath nnk)
+extdir=$(pkg-config --variable=extensiondir nnk)
+if ! out=$(env -u NNK_EXTENSION_PATH -u LD_LIBRARY_PATH "$work/ext" "$extdir"); then
+    echo "FAIL the installed libnnk: extensions$out, expected cuda and cudnn from $extdir"; exit 1
+fi
+case $(pkg-config --variable=prefix nnk) in
+"$prefix") ;;
+*) echo "FAIL nnk.pc: prefix=$(pkg-config --variable=prefix nnk), installed in $prefix"; exit 1 ;;
+esac
+echo "ok   installed libnnk: extensions$out"
+
 # plain Makefile + pkg-config
 src=$work/make-src
 mkdir -p "$src" "$work/make"
