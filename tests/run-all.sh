@@ -1,13 +1,20 @@
 #!/bin/sh
 # The whole test suite:
 #   1. a plain build and `make check`;
-#   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer, with a
+#      slice of the emulated CUDA suites (NNK_EMU_SLICE: the emulation and
+#      the kernels it runs are not sanitized; stage 1 runs all of them);
 #   3. the release: `make dist`, the tarball built without re2c and lemon
 #      (out of its tree), installed, and `make installcheck` (three projects
 #      built against the installed tree: Autotools, CMake, plain make with
 #      pkg-config).
+# Every build has warnings as errors (configure --enable-werror).  At the
+# end: the time of each stage and the slowest tests (tests/timed-driver.sh
+# writes each test's time into its .log).
 # `make distcheck` runs 1 and 3 in one go; this script splits them so the
 # suite runs once per build.  Build trees go to build-*/ in the source tree.
+# Environment: JOBS (make -j, default: the CPUs), NNK_EMU_SLICE (stage 2's
+# slice, default 4: every 4th test).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -15,21 +22,45 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 [ -x configure ] || ./bootstrap
 
 start=$(date +%s)
-step() { printf '\n==== %s (at %ds) ====\n' "$*" $(($(date +%s) - start)); }
+times=
+last=
+step() { # stage name: the time of the one before goes to the summary
+    now=$(date +%s)
+    [ -z "$last" ] || times="$times$(printf '%6ds  %s' $((now - last_at)) "$last")
+"
+    last=$*
+    last_at=$now
+    printf '\n==== %s (at %ds) ====\n' "$*" $((now - start))
+}
+summary() {
+    step "summary"
+    printf 'stage times (%d s in all):\n%s' $(($(date +%s) - start)) "$times"
+    echo "the slowest tests (seconds, build tree, test):"
+    for d in build-test build-san; do
+        [ -d "$d" ] || continue
+        find "$d" -name '*.log' ! -name test-suite.log ! -name config.log -exec \
+            awk -v d="$d" '/^nnk-test-seconds: / { f = FILENAME; sub("^" d "/", "", f); sub(/\.log$/, "", f);
+                                                  printf "%8.1f  %-11s %s\n", $2, d, f }' {} +
+    done | sort -rn | head -n 10
+}
 
-check() { # build dir, configure options...
+# the summary also when a stage fails
+trap 'rc=$?; trap - EXIT; summary; exit $rc' EXIT
+
+check() { # build dir, make check arguments, then configure options...
     dir=$1
-    shift
+    margs=$2
+    shift 2
     mkdir -p "$dir"
-    (cd "$dir" && ../configure -q "$@" && make -s -j"$jobs" &&
-     { make -s -j"$jobs" check || { cat test-suite.log; exit 1; }; })
+    (cd "$dir" && ../configure -q --enable-werror "$@" && make -s -j"$jobs" &&
+     { make -s -j"$jobs" check $margs || { cat test-suite.log; exit 1; }; })
 }
 
 step "plain build: make check"
-check build-test
+check build-test ""
 
-step "sanitizers (ASan + UBSan): make check"
-check build-san --enable-sanitizers
+step "sanitizers (ASan + UBSan): make check, every ${NNK_EMU_SLICE:-4}th test of the emulated suites"
+check build-san "NNK_EMU_SLICE=${NNK_EMU_SLICE:-4}" --enable-sanitizers
 
 step "release: the tarball without re2c and lemon, make install, make installcheck"
 rm -rf build-release
@@ -48,9 +79,14 @@ if command -v git >/dev/null 2>&1 && git -C "$top" rev-parse --git-dir >/dev/nul
 fi
 # a VPATH build, as distcheck's: files the tarball wrongly carries (objects,
 # logs) would be found in the source tree and break it; `check TESTS=`
-# builds the test programs without running the suite a third time
-(cd build-release/build && "$src/configure" -q --prefix="$top/build-release/inst" \
-     RE2C=no LEMON=no &&
- make -s -j"$jobs" && make -s -j"$jobs" check TESTS= >/dev/null && make -s install >/dev/null && make -s installcheck)
+# builds the test programs without running the suite a third time.  It is
+# configured for the default prefix and installed with `make install
+# prefix=DIR`: the paths compiled into libnnk, nnk.pc and the CMake
+# package follow the override (installcheck checks that the installed
+# libnnk finds the installed extensions).
+inst=$top/build-release/inst
+(cd build-release/build && "$src/configure" -q --enable-werror RE2C=no LEMON=no &&
+ make -s -j"$jobs" && make -s -j"$jobs" check TESTS= >/dev/null &&
+ make -s install prefix="$inst" >/dev/null && make -s installcheck prefix="$inst")
 
-step "all tests passed"
+echo "all tests passed"

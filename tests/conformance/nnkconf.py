@@ -12,10 +12,11 @@ parameters, so a test reads
 
 Every call goes through NAME_strided (array views: any strides, negative
 ones, broadcasting); `k.contig(...)` calls the contiguous entry point of
-language.md section 6.
+language.md section 8.
 
 Environment: top_builddir (for nnkc), top_srcdir, CC (default cc),
-NNKCONF_CFLAGS (extra flags for the generated C), NNKCONF_WORK (work dir).
+NNKCONF_CFLAGS (extra flags for the generated C), NNKCONF_WORK (work dir),
+NNKCONF_SLICE (N: run every Nth test only).
 """
 import ctypes
 import hashlib
@@ -320,7 +321,7 @@ class Kernel:
         return res[0] if len(res) == 1 else tuple(res)
 
     def contig(self, *args):
-        """The section 6 entry point: elementwise (n, scalars/pointers..., outputs)
+        """The section 8 entry point: elementwise (n, scalars/pointers..., outputs)
         or reduction (outer, len, inner, ...).  Tensors are given as numpy
         arrays (contiguous); outputs are allocated: elementwise n, reduction
         outer*inner (reduced) or outer*len*inner."""
@@ -475,6 +476,16 @@ def main(module_globals, argv=None):
         pat = argv[1]
     tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
     tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
+    # NNKCONF_SLICE=N: every Nth test only, the first included (a slice of
+    # the suite for a stage that repeats it: the emulated suites under the
+    # sanitizers, tests/run-all.sh); unset, empty or 1: every test
+    nth = os.environ.get("NNKCONF_SLICE", "")
+    if nth not in ("", "1"):
+        if not nth.isdigit() or int(nth) < 1:
+            print("# bad NNKCONF_SLICE=%r (expected a count N: every Nth test)" % nth, flush=True)
+            return 2
+        tests = tests[::int(nth)]
+        print("# NNKCONF_SLICE=%s: %d of the tests (every %sth)" % (nth, len(tests), nth), flush=True)
     npass = nfail = 0
     t0 = time.time()
     for name, fn in tests:
