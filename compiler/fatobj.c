@@ -23,14 +23,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #ifndef NNK_NVCC
 #define NNK_NVCC "no"
@@ -175,38 +171,23 @@ const char *fatobj_nvcc(void)
 
 /* ---- running nvcc ---------------------------------------------------------------------- */
 
-/* Runs argv with its output collected in *log; the exit status, or -1. */
+/* Runs argv (spawn.c) with its output collected in *log; the exit status, or -1. */
 static int run_tool(char *const *argv, Buf *log)
 {
-    int fds[2];
-    if (pipe(fds) != 0)
+    enum { CAP = 65536 };
+    char *out = malloc(CAP);
+    if (!out)
         return -1;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (rc != 0) {
-        close(fds[0]);
-        buf_printf(log, "cannot run %s: %s\n", argv[0], strerror(rc));
-        return -1;
-    }
-    char b[4096];
-    ssize_t r;
-    while ((r = read(fds[0], b, sizeof b)) > 0 || (r < 0 && errno == EINTR))
-        if (r > 0 && log->len < 65536)
-            buf_put(log, b, (size_t)r);
-    close(fds[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    NnkcTool t = {.out = out, .outcap = CAP, .timeout_ms = nnkc_tool_timeout_ms()};
+    int st = nnkc_tool_run(argv, &t);
+    buf_put(log, out, t.outlen);
+    free(out);
+    if (t.timed_out)
+        buf_printf(log, "%s did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)\n", argv[0],
+                   (double)t.timeout_ms / 1000.0);
+    else if (st < 0)
+        buf_printf(log, "cannot run %s: %s\n", argv[0], strerror(t.err));
+    return st;
 }
 
 static bool read_all(const char *path, unsigned char **data, size_t *size)
@@ -297,7 +278,9 @@ unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptio
         argv[n] = NULL;
         Buf log = {0};
         int st = run_tool(argv, &log);
-        if (st != 0) {
+        if (st < 0) {
+            buf_printf(&msg, "%s", log.data ? log.data : "nvcc did not run");
+        } else if (st != 0) {
             buf_printf(&msg, "nvcc failed on the generated CUDA (%s, exit %d; this is a bug in nnkc):\n%s", nvcc, st,
                        log.data ? log.data : "");
         } else if (!read_all(out, &bin, size)) {

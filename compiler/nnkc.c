@@ -8,14 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 typedef enum {
     MODE_NONE, MODE_CHECK, MODE_AST, MODE_IR, MODE_SOURCE, MODE_HEADER, MODE_OBJECT
@@ -323,34 +319,18 @@ static bool compile_object(Arena *ar, const char *csrc, size_t len, const char *
     for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
         argv[n++] = (char *)tail[i];
     argv[n] = NULL;
-    int fds[2];
-    if (pipe(fds) != 0)
-        return false;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-    posix_spawn_file_actions_addclose(&fa, fds[1]);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[0]);
-    if (rc != 0) {
-        close(fds[1]);
-        fprintf(stderr, "nnkc: error: cannot run the C compiler '%s': %s (set NNK_CC)\n", argv[0], strerror(rc));
+    NnkcTool t = {.in = csrc, .inlen = len, .timeout_ms = nnkc_tool_timeout_ms()};
+    int st = nnkc_tool_run(argv, &t);
+    if (st < 0 && !t.timed_out) {
+        fprintf(stderr, "nnkc: error: cannot run the C compiler '%s': %s (set NNK_CC)\n", argv[0], strerror(t.err));
         return false;
     }
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fds[1], csrc + off, len - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
+    if (t.timed_out) {
+        fprintf(stderr, "nnkc: error: the C compiler '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)\n",
+                argv[0], (double)t.timeout_ms / 1000.0);
+        return false;
     }
-    close(fds[1]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || off < len) {
+    if (st != 0) {
         fprintf(stderr, "nnkc: error: the C compiler '%s' failed on the generated code (this is a bug in nnkc)\n", argv[0]);
         return false;
     }

@@ -651,6 +651,29 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, c
                    size_t size, Buf *out);
 
 /* ===================================================================== */
+/* spawn.c: running a tool (C compiler, nvcc) whatever the host's SIGCHLD */
+/* ===================================================================== */
+
+enum { NNKC_DEFAULT_TIMEOUT_S = 300 };
+typedef struct NnkcTool {
+    const char *in;           /* bytes for its stdin (NULL: /dev/null) */
+    size_t inlen;
+    char *out;                /* its stdout and stderr, NUL-terminated and cut */
+    size_t outcap;            /* at outcap-1 bytes (out NULL: the caller's own) */
+    size_t outlen;
+    long timeout_ms;          /* <= 0: none; when over, the tool is killed */
+    int err;                  /* set when it could not run (an errno) */
+    bool timed_out;
+} NnkcTool;
+/* Runs argv (argv[0] searched in PATH): its exit status, 128+N when killed
+ * by signal N, or -1 (t->err, or t->timed_out).  Thread-safe; the host's
+ * SIGCHLD disposition or handler cannot take its status. */
+int nnkc_tool_run(char *const *argv, NnkcTool *t);
+/* NNK_COMPILE_TIMEOUT (seconds, fractions allowed, 0 = none) in ms; the
+ * default when unset or not a number. */
+long nnkc_tool_timeout_ms(void);
+
+/* ===================================================================== */
 /* api.c: libnnkc as a library, for the runtime's JIT and for tools        */
 /* ===================================================================== */
 

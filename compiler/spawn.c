@@ -1,0 +1,342 @@
+/* spawn.c - running a tool (the C compiler, nvcc): one way for nnkc -c,
+ * nnkc's fat objects and the runtime's JIT.
+ *
+ * A library cannot own the host's SIGCHLD: a host that ignores it has
+ * its children reaped by the kernel (waitpid then fails with ECHILD), and
+ * a host handler that reaps with waitpid(-1) steals their statuses.  So
+ * the tool is not the caller's child: a private waiter is, started with
+ * clone() and an exit signal of 0.  Such a "clone child" sends no
+ * SIGCHLD, is never reaped automatically, and only waitpid(pid, __WCLONE)
+ * sees it (waitpid(-1, ...) without __WALL ignores it); it keeps that
+ * exit signal because it never execs (the kernel resets it to SIGCHLD
+ * for a process that does).  The waiter starts the tool, waits for it and
+ * exits with its status.  A pidfd (CLONE_PIDFD) tells when the waiter
+ * ends, so the wait has a deadline without polling; on a kernel without
+ * pidfds it polls.
+ *
+ * The waiter and the tool are copies of the calling thread (no CLONE_VM)
+ * and run only raw system calls until execve: other threads may hold
+ * locks of libc or of a sanitizer runtime at the moment of the copy.  The
+ * waiter makes a process group of its own, so that a timeout kills the
+ * tool and the tool's own children (cc1, as, ld) with it; it sets SIGCHLD
+ * to the default (for the tool too: the compiler waits for its children).
+ * The tool gets caught signals reset to the default, the caller's signal
+ * mask, stdin from a socket (the input) or /dev/null, and stdout and
+ * stderr into one pipe.  The input is written with MSG_NOSIGNAL so that a
+ * tool that exits early cannot raise SIGPIPE in the host.
+ */
+#define _GNU_SOURCE
+#include "nnkc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+extern char **environ;
+
+long nnkc_tool_timeout_ms(void)
+{
+    const char *v = getenv("NNK_COMPILE_TIMEOUT");
+    if (!v || !*v)
+        return NNKC_DEFAULT_TIMEOUT_S * 1000L;
+    char *end;
+    double s = strtod(v, &end);
+    if (end == v || *end || !(s >= 0) || s > 86400.0 * 365)
+        return NNKC_DEFAULT_TIMEOUT_S * 1000L; /* not a number of seconds: the default */
+    long ms = (long)(s * 1000.0 + 0.5);
+    return s > 0 && ms == 0 ? 1 : ms; /* 0: no limit */
+}
+
+/* execvp's search, done before the copy (the child must not allocate). */
+static bool find_program(const char *name, char *out, size_t n)
+{
+    if (strchr(name, '/'))
+        return (size_t)snprintf(out, n, "%s", name) < n;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;; p++) {
+        const char *e = strchr(p, ':');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int w = snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "", name);
+        if (w > 0 && (size_t)w < n && access(out, X_OK) == 0)
+            return true;
+        if (!e)
+            return false;
+        p = e;
+    }
+}
+
+/* The kernel's struct sigaction, for the raw system call (the handler
+ * is its first member on the architectures glibc's layout matches). */
+struct ksigaction {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    unsigned long mask;
+};
+
+static long raw(long nr, long a, long b, long c, long d)
+{
+    return syscall(nr, a, b, c, d, 0L);
+}
+
+/* The tool, between its clone() and execve(): raw system calls only. */
+__attribute__((noinline, no_sanitize("address", "thread", "undefined"))) static void
+tool(const char *path, char *const *argv, int in, int out, int err_pipe, const sigset_t *mask)
+{
+    for (long sig = 1; sig < 65; sig++) {
+        struct ksigaction old, dfl = {0};
+        if (sig == SIGKILL || sig == SIGSTOP || raw(SYS_rt_sigaction, sig, 0, (long)&old, 8) != 0)
+            continue;
+        if (old.handler != (void *)SIG_DFL && old.handler != (void *)SIG_IGN)
+            raw(SYS_rt_sigaction, sig, (long)&dfl, 0, 8);
+    }
+    bool ok = raw(SYS_dup3, in, 0, 0, 0) == 0;
+    if (out >= 0)
+        ok = ok && raw(SYS_dup3, out, 1, 0, 0) == 1 && raw(SYS_dup3, out, 2, 0, 0) == 2;
+    raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)mask, 0, 8);
+    int e = EBADF;
+    if (ok) {
+        raw(SYS_execve, (long)path, (long)argv, (long)environ, 0);
+        e = errno;
+    }
+    raw(SYS_write, err_pipe, (long)&e, sizeof e, 0);
+    raw(SYS_exit_group, 127, 0, 0, 0);
+}
+
+/* The private waiter: a clone child with no exit signal (it never execs,
+ * so the kernel keeps it that way), in a process group of its own, with
+ * SIGCHLD at the default.  It starts the tool, waits for it and exits with
+ * its status; raw system calls only. */
+__attribute__((noinline, no_sanitize("address", "thread", "undefined"))) static void
+waiter(const char *path, char *const *argv, const int *fds, const sigset_t *mask)
+{
+    /* fds: in, out, err_pipe, then the caller's ends to close here */
+    raw(SYS_setpgid, 0, 0, 0, 0);
+    struct ksigaction dfl = {0};
+    raw(SYS_rt_sigaction, SIGCHLD, (long)&dfl, 0, 8);
+    for (int i = 3; i < 6; i++)
+        if (fds[i] >= 0)
+            raw(SYS_close, fds[i], 0, 0, 0);
+    long pid = raw(SYS_clone, SIGCHLD, 0, 0, 0);
+    if (pid == 0)
+        tool(path, argv, fds[0], fds[1], fds[2], mask);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            raw(SYS_close, fds[i], 0, 0, 0);
+    int st = 0;
+    long code = 127;
+    if (pid > 0) {
+        long w;
+        while ((w = raw(SYS_wait4, pid, (long)&st, 0, 0)) < 0 && errno == EINTR)
+            ;
+        if (w == pid)
+            code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    }
+    raw(SYS_exit_group, code & 255, 0, 0, 0);
+}
+
+/* An fd at 3 or above (0, 1 and 2 are the child's), close-on-exec. */
+static int high_fd(int fd)
+{
+    if (fd < 0 || fd > 2)
+        return fd;
+    int h = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return h;
+}
+
+static long now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void kill_tree(pid_t pid)
+{
+    kill(-pid, SIGKILL); /* the group: the compiler's children too */
+    kill(pid, SIGKILL);
+}
+
+int nnkc_tool_run(char *const *argv, NnkcTool *t)
+{
+    t->err = 0;
+    t->timed_out = false;
+    t->outlen = 0;
+    if (t->out && t->outcap)
+        t->out[0] = 0;
+    char path[PATH_MAX];
+    if (!argv[0] || !find_program(argv[0], path, sizeof path)) {
+        t->err = ENOENT;
+        return -1;
+    }
+    int in = -1, feed = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    bool capture = t->out != NULL;
+    if (t->in) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0)
+            in = sv[0], feed = sv[1];
+    } else {
+        in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    in = high_fd(in);
+    feed = high_fd(feed);
+    if (capture && pipe2(outp, O_CLOEXEC) == 0)
+        outp[0] = high_fd(outp[0]), outp[1] = high_fd(outp[1]);
+    if (pipe2(errp, O_CLOEXEC) == 0)
+        errp[0] = high_fd(errp[0]), errp[1] = high_fd(errp[1]);
+    pid_t pid = -1;
+    int pidfd = -1;
+    if (in >= 0 && (!t->in || feed >= 0) && (!capture || (outp[0] >= 0 && outp[1] >= 0)) && errp[0] >= 0 &&
+        errp[1] >= 0) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pid = (pid_t)syscall(SYS_clone, (unsigned long)CLONE_PIDFD, 0L, &pidfd, 0L, 0L);
+        if (pid < 0 && errno == EINVAL) { /* a kernel without pidfds */
+            pidfd = -1;
+            pid = (pid_t)syscall(SYS_clone, 0UL, 0L, 0L, 0L, 0L);
+        }
+        if (pid == 0) {
+            int fds[6] = {in, capture ? outp[1] : -1, errp[1], feed, outp[0], errp[0]};
+            waiter(path, argv, fds, &old);
+        }
+        if (pid < 0)
+            t->err = errno;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    } else {
+        t->err = errno ? errno : EMFILE;
+    }
+    close(in);
+    if (outp[1] >= 0)
+        close(outp[1]);
+    if (errp[1] >= 0)
+        close(errp[1]);
+    if (pid < 0) {
+        if (feed >= 0)
+            close(feed);
+        if (outp[0] >= 0)
+            close(outp[0]);
+        if (errp[0] >= 0)
+            close(errp[0]);
+        return -1;
+    }
+    /* execve failed: the child wrote its errno before exiting */
+    int e = 0;
+    ssize_t r;
+    while ((r = read(errp[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(errp[0]);
+    if (r == (ssize_t)sizeof e) {
+        int st;
+        while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
+            ;
+        if (feed >= 0)
+            close(feed);
+        if (outp[0] >= 0)
+            close(outp[0]);
+        if (pidfd >= 0)
+            close(pidfd);
+        t->err = e;
+        return -1;
+    }
+
+    long deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
+    size_t fed = 0;
+    int status = 0;
+    bool exited = false;
+    for (;;) {
+        struct pollfd p[3];
+        int n = 0, ifeed = -1, iout = -1, ipid = -1;
+        if (feed >= 0)
+            p[ifeed = n++] = (struct pollfd){.fd = feed, .events = POLLOUT};
+        if (outp[0] >= 0)
+            p[iout = n++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
+        if (!exited && pidfd >= 0 && feed < 0 && outp[0] < 0)
+            p[ipid = n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+        if (!exited && feed < 0 && outp[0] < 0) {
+            pid_t w = waitpid(pid, &status, WNOHANG | __WCLONE);
+            if (w == pid || (w < 0 && errno != EINTR)) {
+                exited = true; /* ECHILD: a host waiting with __WALL took it (status unknown) */
+                if (w < 0)
+                    status = 0x7f00; /* exit 127 */
+                break;
+            }
+        }
+        int wait = -1;
+        if (deadline) {
+            long left = deadline - now_ms();
+            if (left <= 0) {
+                t->timed_out = true;
+                kill_tree(pid);
+                break;
+            }
+            wait = left > INT_MAX ? INT_MAX : (int)left;
+        }
+        if (ipid < 0 && feed < 0 && outp[0] < 0) /* no pidfd: poll the status */
+            wait = wait < 0 || wait > 5 ? 5 : wait;
+        int k = poll(p, (nfds_t)n, wait);
+        if (k < 0 && errno != EINTR)
+            break;
+        if (k <= 0)
+            continue;
+        if (ifeed >= 0 && p[ifeed].revents) {
+            ssize_t w = send(feed, t->in + fed, t->inlen - fed, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w > 0)
+                fed += (size_t)w;
+            if ((w < 0 && errno != EINTR && errno != EAGAIN) || fed == t->inlen) {
+                close(feed); /* EOF for the tool; EPIPE: it stopped reading */
+                feed = -1;
+            }
+        }
+        if (iout >= 0 && p[iout].revents) {
+            char buf[4096];
+            ssize_t got = read(outp[0], buf, sizeof buf);
+            if (got > 0 && t->outcap > 1) {
+                size_t take = (size_t)got;
+                if (take > t->outcap - 1 - t->outlen)
+                    take = t->outcap - 1 - t->outlen;
+                memcpy(t->out + t->outlen, buf, take);
+                t->outlen += take;
+                t->out[t->outlen] = 0;
+            }
+            if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(outp[0]);
+                outp[0] = -1;
+            }
+        }
+    }
+    if (feed >= 0)
+        close(feed);
+    if (outp[0] >= 0)
+        close(outp[0]);
+    if (!exited) {
+        pid_t w;
+        while ((w = waitpid(pid, &status, __WCLONE)) < 0 && errno == EINTR)
+            ;
+        if (w < 0)
+            status = 0x7f00;
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    if (t->timed_out)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
