@@ -205,14 +205,25 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
                     void **ref);
 void rt_jit_release(void *ref);
 void rt_jit_shutdown(void);
-/* The disk cache: entry `key` (64 hex digits).  rt_cache_dir() is NULL when
- * disabled (NNK_CACHE=0) or unusable. */
-const char *rt_cache_dir(void);
-/* Checks the entry's integrity trailer; NNK_ENOTFOUND when absent,
- * NNK_EIO when corrupt (the entry is removed). */
-nnk_status rt_cache_verify(const char *path);
-/* Appends the integrity trailer to `tmp` and renames it to `path`. */
-nnk_status rt_cache_commit(const char *tmp, const char *path);
+/* The disk cache (cache.c explains its trust model).  rt_cache_open is
+ * false when the cache is off or refused (the reason in nnk_cache_debug). */
+typedef struct rt_cache {
+    int fd;                   /* the directory, opened after the checks */
+    char path[4096];
+} rt_cache;
+bool rt_cache_open(rt_cache *c);
+void rt_cache_close(rt_cache *c);
+/* The verified body of entry KEY SUFFIX (malloc'ed); NNK_ENOTFOUND when
+ * absent, NNK_EIO when rejected (removed when corrupt). */
+nnk_status rt_cache_get(rt_cache *c, const char *key, const char *suffix, uint8_t **data, size_t *size);
+/* Writes the entry atomically; NNK_EIO (no file left) when it cannot. */
+nnk_status rt_cache_put(rt_cache *c, const char *key, const char *suffix, const void *data, size_t size);
+void rt_cache_atfork_child(void);
+/* A new private directory (0700, unpredictable name) in $TMPDIR; files in
+ * it are created O_EXCL|O_NOFOLLOW, mode 0600, and read back bounded. */
+nnk_status rt_private_dir(char *out, size_t n);
+nnk_status rt_private_write(const char *path, const void *data, size_t size);
+nnk_status rt_private_read(const char *path, size_t cap, uint8_t **data, size_t *size);
 /* Whole entries KEY SUFFIX of other extensions' code (nnk_host_api). */
 nnk_status rt_cache_load(const char *key, const char *suffix, void **data, size_t *size);
 nnk_status rt_cache_store(const char *key, const char *suffix, const void *data, size_t size);

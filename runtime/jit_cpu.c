@@ -3,14 +3,19 @@
  * The key of a compiled object is the SHA-256 of the source, the symbol,
  * the compiler's identity (its `--version` output, asked once per process
  * and compiler) and the flags, so a compiler upgrade or another -O level
- * never reuses a stale object.  Lookups go to the process's memory cache,
- * then to the disk cache (cache.c), then to the compiler.  The compiler
- * runs with posix_spawn (no shell: NNK_CC is split on blanks), and its
- * stderr becomes the error message when it fails.
+ * never reuses a stale object; the effective uid joins it (per-user
+ * keys).  Lookups go to the process's memory cache, then to the disk
+ * cache (cache.c: verified bytes), then to the compiler, which runs in a
+ * private temporary directory through spawn.c (no shell: NNK_CC is split
+ * on blanks; killed after NNK_COMPILE_TIMEOUT), and its output becomes the
+ * error message when it fails.  Objects are loaded from memory (load()).
  *
- * One mutex covers the memory cache and compilations: when several threads
- * want the same kernel, one compiles and the others find it loaded.
+ * One mutex covers the memory cache, held only for short sections: the
+ * first thread that wants a kernel leaves a busy entry and compiles
+ * without the lock; the others wait for it on a condition variable, so
+ * several kernels compile at once and fork() never waits for a compiler.
  */
+#define _GNU_SOURCE
 #include "config.h"
 #include "internal.h"
 #include "nnkc.h"
@@ -18,34 +23,31 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <sys/mman.h>
 #include <unistd.h>
-
-extern char **environ;
 
 typedef struct jit_entry {
     char key[65];
     void *dl;
     const nnk_kernel_desc *desc;
     long refs;              /* kernels using it; extensions' compile_c pins it */
+    bool busy;              /* a thread is compiling it (dl and desc not yet set) */
     struct jit_entry *next;
 } jit_entry;
 
 static struct {
     pthread_mutex_t lock;
+    pthread_cond_t done;    /* a busy entry was filled in or dropped */
     jit_entry *entries;
     char *cc;               /* the compiler the identity belongs to */
     char *cc_identity;      /* its --version and the target macros of host_flags */
     char *host_flags;       /* flags for this machine's CPU the compiler accepts ("" for none) */
     nnk_jit_stats stats;
-    unsigned long serial;   /* unique temporary names */
-} jit = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} jit = {.lock = PTHREAD_MUTEX_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 void nnk_jit_get_stats(nnk_jit_stats *out)
 {
@@ -66,48 +68,38 @@ static int split_words(const char *s, char **copy, char **argv, int cap)
     if (!*copy)
         return -1;
     int n = 0;
-    for (char *p = strtok(*copy, " \t\n"); p && n < cap - 1; p = strtok(NULL, " \t\n"))
+    char *save = NULL;
+    for (char *p = strtok_r(*copy, " \t\n", &save); p && n < cap - 1; p = strtok_r(NULL, " \t\n", &save))
         argv[n++] = p;
     argv[n] = NULL;
     return n;
 }
 
-/* Runs argv, collecting stdout and stderr into out.  Returns the exit
- * status (0 = success), or -1 with an error set when it cannot run. */
+/* Runs argv (spawn.c: the host's SIGCHLD cannot take its status; killed
+ * after NNK_COMPILE_TIMEOUT), its stdout and stderr into out.  Returns
+ * the exit status (0 = success), or -1 with an NNK_ECOMPILE error set. */
 static int run(char *const *argv, rt_str *out)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        rt_error(NNK_EIO, "pipe: %s", strerror(errno));
+    enum { CAP = 65536 };
+    char *buf = malloc(CAP);
+    if (!buf) {
+        rt_error(NNK_ENOMEM, "out of memory running the C compiler");
         return -1;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    pid_t pid;
-    int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (err) {
-        close(fds[0]);
-        rt_error(NNK_EIO, "cannot run the C compiler '%s' (set NNK_CC to a C compiler): %s", argv[0], strerror(err));
-        return -1;
-    }
-    char buf[4096];
-    ssize_t r;
-    while ((r = read(fds[0], buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
-        if (r > 0 && out->len < 65536)
-            rt_str_add(out, buf, (size_t)r);
-    close(fds[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            rt_error(NNK_EIO, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    NnkcTool t = {.out = buf, .outcap = CAP, .timeout_ms = nnkc_tool_timeout_ms()};
+    int st = nnkc_tool_run(argv, &t);
+    if (t.outlen)
+        rt_str_add(out, buf, t.outlen);
+    free(buf);
+    if (st >= 0)
+        return st;
+    if (t.timed_out)
+        rt_error(NNK_ECOMPILE, "the C compiler '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)",
+                 argv[0], (double)t.timeout_ms / 1000.0);
+    else
+        rt_error(NNK_ECOMPILE, "cannot run the C compiler '%s' (set NNK_CC to a C compiler): %s", argv[0],
+                 strerror(t.err));
+    return -1;
 }
 
 static const char *compiler_command(void)
@@ -133,12 +125,11 @@ static const char *const host_candidates[] = {
     "-march=native",                           /* clang, and compilers without the cost model flag */
 };
 
-/* With jit.lock held: finds the host flags of `cc` (argv of its words);
- * appends the target macros to `id`. */
-static void probe_host_flags(char **argv, int n, rt_str *id)
+/* Finds the host flags of `cc` (argv of its words) into *flags (NULL for
+ * none); appends the target macros to `id`. */
+static void probe_host_flags(char **argv, int n, rt_str *id, char **flags)
 {
-    free(jit.host_flags);
-    jit.host_flags = NULL;
+    *flags = NULL;
     const char *env = getenv("NNK_JIT_NATIVE");
     if (env && strcmp(env, "0") == 0)
         return;
@@ -158,7 +149,7 @@ static void probe_host_flags(char **argv, int n, rt_str *id)
         int st = run(argv, &out);
         free(copy);
         if (st == 0) {
-            jit.host_flags = rt_strdup(host_candidates[c]);
+            *flags = rt_strdup(host_candidates[c]);
             rt_str_add(id, "\n", 1);
             if (out.s)
                 rt_str_add(id, out.s, strlen(out.s));
@@ -169,12 +160,16 @@ static void probe_host_flags(char **argv, int n, rt_str *id)
     }
 }
 
-/* `$NNK_CC --version` and its host flags, once per process and compiler;
- * with jit.lock held. */
-static nnk_status compiler_identity(const char *cc, const char **id)
+/* `$NNK_CC --version` and its host flags, once per process and compiler.
+ * The probe runs without jit.lock (a fork or another thread never waits
+ * for a compiler); the result is installed with it. */
+static nnk_status compiler_identity(const char *cc)
 {
-    if (jit.cc && strcmp(jit.cc, cc) == 0)
-        return *id = jit.cc_identity, NNK_OK;
+    pthread_mutex_lock(&jit.lock);
+    bool known = jit.cc && strcmp(jit.cc, cc) == 0;
+    pthread_mutex_unlock(&jit.lock);
+    if (known)
+        return NNK_OK;
     char *copy, *argv[80]; /* the compiler's words, then at most 16 of the probe's */
     int n = split_words(cc, &copy, argv, 62);
     if (n <= 0) {
@@ -184,151 +179,203 @@ static nnk_status compiler_identity(const char *cc, const char **id)
     argv[n] = (char *)"--version";
     argv[n + 1] = NULL;
     rt_str out = {0};
+    char *flags = NULL;
     int st = run(argv, &out);
     if (st == 0)
-        probe_host_flags(argv, n, &out);
+        probe_host_flags(argv, n, &out, &flags);
     free(copy);
     if (st != 0) {
-        nnk_status s = st < 0 ? NNK_ECOMPILE
+        nnk_status s = st < 0 ? rt_error_prefix(NNK_ECOMPILE, "JIT")
                               : rt_error(NNK_ECOMPILE, "the C compiler '%s' does not answer --version (exit %d): %s", cc,
                                          st, out.s ? out.s : "");
-        if (st < 0)
-            rt_error_prefix(NNK_ECOMPILE, "JIT");
         rt_str_free(&out);
+        free(flags);
         return s;
     }
+    char *id = out.s ? out.s : rt_strdup(""), *ccd = rt_strdup(cc);
+    if (!id || !ccd || out.oom) {
+        free(id);
+        free(ccd);
+        free(flags);
+        return NNK_ENOMEM;
+    }
+    pthread_mutex_lock(&jit.lock);
     free(jit.cc);
     free(jit.cc_identity);
-    jit.cc = rt_strdup(cc);
-    jit.cc_identity = out.s ? out.s : rt_strdup("");
-    if (!jit.cc || !jit.cc_identity)
-        return NNK_ENOMEM;
-    *id = jit.cc_identity;
+    free(jit.host_flags);
+    jit.cc = ccd;
+    jit.cc_identity = id;
+    jit.host_flags = flags;
+    pthread_mutex_unlock(&jit.lock);
     return NNK_OK;
 }
 
-static nnk_status write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "we");
-    if (!f)
-        return rt_error(NNK_EIO, "cannot write %s: %s", path, strerror(errno));
-    size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n;
-    ok &= fclose(f) == 0;
-    return ok ? NNK_OK : rt_error(NNK_EIO, "cannot write %s", path);
-}
+/* The largest object the JIT reads back from the compiler. */
+static const size_t max_object = (size_t)1 << 30;
 
-/* Compiles `base`.c into `base`.so. */
-static nnk_status compile(const char *cc, const char *flags, const char *base)
+/* Compiles source into an object in a private temporary directory
+ * (cache.c: 0700, unpredictable name, files O_EXCL|O_NOFOLLOW); the
+ * object's bytes into *img. */
+static nnk_status compile(const char *cc, const char *flags, const char *source, uint8_t **img, size_t *len)
 {
-    char src[4200], obj[4200];
-    snprintf(src, sizeof src, "%s.c", base);
-    snprintf(obj, sizeof obj, "%s.so", base);
+    char dir[4096], src[4200], obj[4200];
+    nnk_status s = rt_private_dir(dir, sizeof dir);
+    if (s)
+        return rt_error_prefix(NNK_ECOMPILE, "JIT");
+    snprintf(src, sizeof src, "%s/k.c", dir);
+    snprintf(obj, sizeof obj, "%s/k.so", dir);
+    if ((s = rt_private_write(src, source, strlen(source)))) {
+        rmdir(dir);
+        return rt_error_prefix(NNK_ECOMPILE, "JIT");
+    }
     char *cc_copy, *fl_copy = NULL, *argv[128], *fargv[64];
     int n = split_words(cc, &cc_copy, argv, 60);
     int nf = n < 0 ? -1 : split_words(flags, &fl_copy, fargv, 60);
     if (n <= 0 || nf < 0) {
-        free(cc_copy);
-        free(fl_copy);
-        return n == 0 ? rt_error(NNK_EINVAL, "NNK_CC is empty") : NNK_ENOMEM;
+        s = n == 0 ? rt_error(NNK_EINVAL, "NNK_CC is empty") : NNK_ENOMEM;
+    } else {
+        for (int i = 0; i < nf; i++)
+            argv[n++] = fargv[i];
+        const char *tail[] = {"-shared", "-fPIC", "-o", obj, src};
+        for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+            argv[n++] = (char *)tail[i];
+        argv[n] = NULL;
+        rt_str out = {0};
+        int st = run(argv, &out);
+        if (st < 0)
+            s = rt_error_prefix(NNK_ECOMPILE, "JIT");
+        else if (st > 0)
+            s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags, st,
+                         out.s ? out.s : "(no output)");
+        else if ((s = rt_private_read(obj, max_object, img, len)))
+            s = rt_error_prefix(s == NNK_ENOMEM ? s : NNK_ECOMPILE, "JIT");
+        rt_str_free(&out);
     }
-    for (int i = 0; i < nf; i++)
-        argv[n++] = fargv[i];
-    const char *tail[] = {"-shared", "-fPIC", "-o", obj, src};
-    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
-        argv[n++] = (char *)tail[i];
-    argv[n] = NULL;
-    rt_str out = {0};
-    int st = run(argv, &out);
     free(cc_copy);
     free(fl_copy);
-    nnk_status s = NNK_OK;
-    if (st < 0)
-        s = rt_error_prefix(NNK_ECOMPILE, "JIT");
-    else if (st > 0)
-        s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags, st,
-                     out.s ? out.s : "(no output)");
-    rt_str_free(&out);
-    unlink(src);
-    return s;
-}
-
-static nnk_status load(const char *path, const char *symbol, void **dl, const nnk_kernel_desc **desc)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        return rt_error(NNK_EIO, "cannot load %s: %s", path, e ? e : "dlopen failed");
-    }
-    const nnk_kernel_desc *d = dlsym(h, symbol);
-    if (!d) {
-        dlclose(h);
-        return rt_error(NNK_ECOMPILE, "the compiled kernel has no symbol '%s'", symbol);
-    }
-    if (d->abi != NNK_ABI_VERSION) {
-        dlclose(h);
-        return rt_error(NNK_EABI, "kernel '%s' was generated for ABI version %d; the runtime has version %d", symbol,
-                        d->abi, NNK_ABI_VERSION);
-    }
-    *dl = h;
-    *desc = d;
-    return NNK_OK;
-}
-
-/* Compiles in a private temporary directory (no usable disk cache). */
-static nnk_status compile_private(const char *cc, const char *flags, const char *source, const char *symbol,
-                                  void **dl, const nnk_kernel_desc **desc)
-{
-    const char *tmp = getenv("TMPDIR");
-    char dir[4096], base[4200], obj[4300];
-    snprintf(dir, sizeof dir, "%s/nnk-jit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        return rt_error(NNK_EIO, "cannot create a temporary directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
-                        strerror(errno));
-    snprintf(base, sizeof base, "%s/k", dir);
-    snprintf(obj, sizeof obj, "%s.so", base);
-    char src[4300];
-    snprintf(src, sizeof src, "%s.c", base);
-    nnk_status s = write_text(src, source);
-    if (!s && !(s = compile(cc, flags, base)))
-        s = load(obj, symbol, dl, desc);
     unlink(src);
     unlink(obj);
     rmdir(dir);
     return s;
 }
 
-/* With jit.lock held: disk cache, then the compiler. */
-static nnk_status obtain(const char *dir, const char *key, const char *cc, const char *flags, const char *source,
-                         const char *symbol, void **dl, const nnk_kernel_desc **desc)
+static nnk_status lookup(void *h, const char *symbol, const nnk_kernel_desc **desc)
 {
-    if (!dir) {
-        jit.stats.compiles++;
-        return compile_private(cc, flags, source, symbol, dl, desc);
+    const nnk_kernel_desc *d = dlsym(h, symbol);
+    if (!d)
+        return rt_error(NNK_ECOMPILE, "the compiled kernel has no symbol '%s'", symbol);
+    int abi = d->abi; /* read before any dlclose */
+    if (abi != NNK_ABI_VERSION)
+        return rt_error(NNK_EABI, "kernel '%s' was generated for ABI version %d; the runtime has version %d", symbol,
+                        abi, NNK_ABI_VERSION);
+    *desc = d;
+    return NNK_OK;
+}
+
+/* Loads an object from its bytes (verified or just compiled: never the
+ * cache file again).  They go into a sealed memfd that dlopen maps
+ * through /proc/self/fd; the dynamic loader takes a path it has seen for
+ * the object it loaded then, so the path is varied until it names
+ * nothing loaded.  Without memfds or /proc: a private temporary file. */
+static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void **dl, const nnk_kernel_desc **desc)
+{
+    void *h = NULL;
+    const char *why = NULL;
+    int fd = memfd_create("nnk-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd >= 0) {
+        size_t off = 0;
+        while (off < len) {
+            ssize_t w = write(fd, img + off, len - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+        if (off == len) {
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+            char path[64] = "/proc/self";
+            for (int i = 0; i < 64; i++) {
+                size_t pl = strlen(path);
+                snprintf(path + pl, sizeof path - pl, "/fd/%d", fd);
+                void *old = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+                if (!old) {
+                    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+                    if (!h)
+                        why = dlerror();
+                    break;
+                }
+                dlclose(old);
+                snprintf(path + pl, sizeof path - pl, "/.");
+            }
+        }
+        close(fd);
     }
-    char path[4200], base[4200], tmp[4300];
-    snprintf(path, sizeof path, "%s/%s.so", dir, key);
-    nnk_status s = rt_cache_verify(path);
-    if (s == NNK_OK && load(path, symbol, dl, desc) == NNK_OK) {
-        jit.stats.disk_hits++;
-        return NNK_OK;
+    if (!h && access("/proc/self/fd", X_OK) != 0) {
+        char dir[4096], obj[4200];
+        nnk_status s = rt_private_dir(dir, sizeof dir);
+        if (s)
+            return s;
+        snprintf(obj, sizeof obj, "%s/k.so", dir);
+        if (!(s = rt_private_write(obj, img, len))) {
+            h = dlopen(obj, RTLD_NOW | RTLD_LOCAL);
+            if (!h)
+                why = dlerror();
+            unlink(obj);
+        }
+        rmdir(dir);
+        if (s)
+            return s;
+    }
+    if (!h)
+        return rt_error(NNK_EIO, "cannot load the compiled kernel '%s': %s", symbol, why ? why : strerror(errno));
+    nnk_status s = lookup(h, symbol, desc);
+    if (s) {
+        dlclose(h);
+        return s;
+    }
+    *dl = h;
+    return NNK_OK;
+}
+
+/* The disk cache, then the compiler; without jit.lock.  Counts into st. */
+static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *source, const char *symbol,
+                         void **dl, const nnk_kernel_desc **desc, nnk_jit_stats *st)
+{
+    rt_cache c;
+    bool disk = rt_cache_open(&c);
+    uint8_t *img = NULL;
+    size_t len = 0;
+    nnk_status s = disk ? rt_cache_get(&c, key, ".so", &img, &len) : NNK_ENOTFOUND;
+    if (s == NNK_OK) {
+        s = load(img, len, symbol, dl, desc);
+        free(img);
+        img = NULL;
+        if (s == NNK_OK) {
+            st->disk_hits++;
+            rt_cache_close(&c);
+            return NNK_OK;
+        }
+        if (s == NNK_ENOMEM) {
+            rt_cache_close(&c);
+            return s;
+        }
     }
     if (s == NNK_EIO)
-        jit.stats.corrupt_entries++;
-    /* A unique name per process and call, in the cache directory so that
-     * rename() stays within one file system. */
-    snprintf(base, sizeof base, "%s/%s.tmp%ld.%lu", dir, key, (long)getpid(), ++jit.serial);
-    snprintf(tmp, sizeof tmp, "%s.c", base);
-    jit.stats.compiles++;
-    if (write_text(tmp, source) != NNK_OK) /* an unwritable directory */
-        return compile_private(cc, flags, source, symbol, dl, desc);
-    if ((s = compile(cc, flags, base)))
+        st->corrupt_entries++;
+    else if (s == NNK_ENOMEM) {
+        rt_cache_close(&c);
         return s;
-    snprintf(tmp, sizeof tmp, "%s.so", base);
-    if (rt_cache_commit(tmp, path) == NNK_OK)
-        return load(path, symbol, dl, desc);
-    s = load(tmp, symbol, dl, desc);
-    unlink(tmp);
+    }
+    st->compiles++;
+    s = compile(cc, flags, source, &img, &len);
+    if (!s) {
+        if (disk)
+            rt_cache_put(&c, key, ".so", img, len); /* a full disk: the kernel runs from memory */
+        s = load(img, len, symbol, dl, desc);
+    }
+    free(img);
+    rt_cache_close(&c);
     return s;
 }
 
@@ -338,55 +385,87 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
     const char *cc = compiler_command();
-    pthread_mutex_lock(&jit.lock);
-    const char *id = NULL;
-    nnk_status s = compiler_identity(cc, &id);
-    if (s) {
-        pthread_mutex_unlock(&jit.lock);
+    nnk_status s = compiler_identity(cc);
+    if (s)
         return s;
+    pthread_mutex_lock(&jit.lock);
+    if (!jit.cc || strcmp(jit.cc, cc) != 0) { /* another thread switched compilers: take its */
+        pthread_mutex_unlock(&jit.lock);
+        return rt_jit_c(source, symbol, opt_level, desc, ref);
     }
-    char flags[512];
+    char flags[512], uid[32];
     snprintf(flags, sizeof flags, "%s%s%s", nnkc_c_flags(opt_level), jit.host_flags ? " " : "",
              jit.host_flags ? jit.host_flags : "");
+    snprintf(uid, sizeof uid, "euid %u", (unsigned)geteuid()); /* per-user keys */
     uint8_t digest[32];
     rt_sha256 h;
     rt_sha256_init(&h);
-    static const char tag[] = "nnk-jit-c 1";
-    const char *parts[] = {tag, id, cc, flags, symbol, source};
+    static const char tag[] = "nnk-jit-c 2";
+    const char *parts[] = {tag, uid, jit.cc_identity, cc, flags, symbol, source};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         rt_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
     rt_sha256_final(&h, digest);
     char key[65];
     rt_sha256_hex(digest, key);
 
-    for (jit_entry *e = jit.entries; e; e = e->next) {
-        if (memcmp(e->key, key, 64) == 0) {
-            jit.stats.memory_hits++;
-            e->refs++;
-            *desc = e->desc;
-            if (ref)
-                *ref = e;
-            pthread_mutex_unlock(&jit.lock);
-            return NNK_OK;
+    for (;;) {
+        jit_entry *e = jit.entries;
+        while (e && memcmp(e->key, key, 64) != 0)
+            e = e->next;
+        if (!e)
+            break;
+        if (e->busy) { /* another thread compiles it: wait, then look again */
+            pthread_cond_wait(&jit.done, &jit.lock);
+            continue;
         }
+        jit.stats.memory_hits++;
+        e->refs++;
+        *desc = e->desc;
+        if (ref)
+            *ref = e;
+        pthread_mutex_unlock(&jit.lock);
+        return NNK_OK;
     }
     jit_entry *e = rt_calloc(1, sizeof *e);
     if (!e) {
         pthread_mutex_unlock(&jit.lock);
         return NNK_ENOMEM;
     }
-    s = obtain(rt_cache_dir(), key, cc, flags, source, symbol, &e->dl, &e->desc);
+    memcpy(e->key, key, 65);
+    e->busy = true;
+    e->next = jit.entries;
+    jit.entries = e;
+    char *fl = rt_strdup(flags);
+    pthread_mutex_unlock(&jit.lock);
+
+    nnk_jit_stats st = {0};
+    void *dl = NULL;
+    const nnk_kernel_desc *d = NULL;
+    s = fl ? obtain(key, cc, fl, source, symbol, &dl, &d, &st) : NNK_ENOMEM;
+    free(fl);
+
+    pthread_mutex_lock(&jit.lock);
+    jit.stats.disk_hits += st.disk_hits;
+    jit.stats.compiles += st.compiles;
+    jit.stats.corrupt_entries += st.corrupt_entries;
+    for (jit_entry **p = &jit.entries; *p; p = &(*p)->next)
+        if (*p == e) {
+            if (s)
+                *p = e->next; /* the next caller tries again */
+            break;
+        }
     if (s) {
         free(e);
     } else {
-        memcpy(e->key, key, 65);
+        e->dl = dl;
+        e->desc = d;
+        e->busy = false;
         e->refs = 1;
-        e->next = jit.entries;
-        jit.entries = e;
-        *desc = e->desc;
+        *desc = d;
         if (ref)
             *ref = e;
     }
+    pthread_cond_broadcast(&jit.done);
     pthread_mutex_unlock(&jit.lock);
     return s;
 }
@@ -398,12 +477,13 @@ void rt_jit_release(void *ref)
     pthread_mutex_unlock(&jit.lock);
 }
 
-/* With jit.lock held: unloads the entries nobody uses (all: every one). */
+/* With jit.lock held: unloads the entries nobody uses (all: every one).
+ * Entries being compiled stay (their thread fills them in). */
 static void drop(bool all)
 {
     for (jit_entry **p = &jit.entries; *p;) {
         jit_entry *e = *p;
-        if (e->refs > 0 && !all) {
+        if (e->busy || (e->refs > 0 && !all)) {
             p = &e->next;
             continue;
         }
@@ -430,4 +510,41 @@ void rt_jit_shutdown(void)
     jit.cc = jit.cc_identity = jit.host_flags = NULL;
     jit.stats = (nnk_jit_stats){0};
     pthread_mutex_unlock(&jit.lock);
+}
+
+/* ---- fork ------------------------------------------------------------------------- */
+
+/* The lock is held only for short sections (never over a compiler), so
+ * fork takes it: the child gets a consistent table and an unlocked lock.
+ * Entries that threads of the parent were compiling have no thread in the
+ * child: they go (whoever wants them there compiles them again). */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&jit.lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&jit.lock);
+}
+
+static void fork_child(void)
+{
+    for (jit_entry **p = &jit.entries; *p;) {
+        jit_entry *e = *p;
+        if (!e->busy) {
+            p = &e->next;
+            continue;
+        }
+        *p = e->next;
+        free(e);
+    }
+    pthread_cond_init(&jit.done, NULL);
+    pthread_mutex_unlock(&jit.lock);
+    rt_cache_atfork_child();
+}
+
+__attribute__((constructor)) static void jit_init(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

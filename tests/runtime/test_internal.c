@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -101,22 +102,43 @@ static void test_cache_entry(void)
 {
     char dir[] = "/tmp/nnk-test-internal-XXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    char tmp[128], path[128];
-    snprintf(tmp, sizeof tmp, "%s/e.tmp", dir);
-    snprintf(path, sizeof path, "%s/e.so", dir);
-    FILE *f = fopen(tmp, "w");
-    fputs("not really an ELF object", f);
+    setenv("NNK_CACHE_DIR", dir, 1);
+    rt_cache c;
+    CU_ASSERT_TRUE_FATAL(rt_cache_open(&c));
+    const char *key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const char *other = "1123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char path[200], moved[200];
+    snprintf(path, sizeof path, "%s/%s.x", dir, key);
+    snprintf(moved, sizeof moved, "%s/%s.x", dir, other);
+    uint8_t *data;
+    size_t n;
+    CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_ENOTFOUND);
+    CU_ASSERT_EQUAL(rt_cache_put(&c, key, ".x", "not really an object", 20), NNK_OK);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(path, &st), 0);
+    CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
+    CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_OK);
+    CU_ASSERT_TRUE(n == 20 && memcmp(data, "not really an object", 20) == 0);
+    free(data);
+    /* moved to another key: the keyed digest rejects it */
+    CU_ASSERT_EQUAL(rename(path, moved), 0);
+    CU_ASSERT_EQUAL(rt_cache_get(&c, other, ".x", &data, &n), NNK_EIO);
+    CU_ASSERT_EQUAL(access(moved, F_OK), -1); /* removed */
+    /* one flipped byte of the body */
+    CU_ASSERT_EQUAL(rt_cache_put(&c, key, ".x", "not really an object", 20), NNK_OK);
+    FILE *f = fopen(path, "r+");
+    fseek(f, 70, SEEK_SET);
+    fputc('N', f);
     fclose(f);
-    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_ENOTFOUND);
-    CU_ASSERT_EQUAL(rt_cache_commit(tmp, path), NNK_OK);
-    CU_ASSERT_EQUAL(access(tmp, F_OK), -1);
-    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_OK);
-    f = fopen(path, "r+");
-    fputc('N', f); /* flip the first byte */
-    fclose(f);
-    CU_ASSERT_EQUAL(rt_cache_verify(path), NNK_EIO);
-    CU_ASSERT_EQUAL(access(path, F_OK), -1); /* removed */
-    rmdir(dir);
+    CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_EIO);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1);
+    /* bad names never reach the file system */
+    CU_ASSERT_EQUAL(rt_cache_put(&c, "../x", ".x", "a", 1), NNK_EIO);
+    CU_ASSERT_EQUAL(rt_cache_put(&c, key, "/../x", "a", 1), NNK_EIO);
+    rt_cache_close(&c);
+    CU_ASSERT_EQUAL(nnk_cache_clear(), NNK_OK);
+    CU_ASSERT_EQUAL(rmdir(dir), 0); /* nothing left */
+    unsetenv("NNK_CACHE_DIR");
 }
 
 int main(void)

@@ -355,6 +355,18 @@ void nnk_jit_get_stats(nnk_jit_stats *out);
  * kernel uses (the next lookup goes to disk). For tests and benchmarks. */
 void nnk_jit_clear_memory_cache(void);
 
+/* ---- the disk cache (docs/runtime.md, "The disk cache") --------------------------- */
+
+/* Removes every entry of the disk cache directory (NNK_CACHE_DIR, else
+ * $XDG_CACHE_HOME/nnk, else ~/.cache/nnk) and its temporary files; loaded
+ * kernels stay loaded.  NNK_OK when the cache is off (NNK_CACHE=0);
+ * NNK_EIO when its directory is refused or unreadable. */
+nnk_status nnk_cache_clear(void);
+/* Why the disk cache was last refused, an entry rejected or not written
+ * ("" when nothing went wrong in this process): the runtime never prints
+ * it.  The string is the calling thread's until its next call. */
+const char *nnk_cache_debug(void);
+
 #ifdef __cplusplus
 }
 #endif
