@@ -89,6 +89,7 @@ NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, co
         return NULL;
     m->c = nnkc_new();
     Compiler *c = m->c;
+    c->opt.confined_imports = true;
     if (opt) {
         for (const char *const *d = opt->include_dirs; d && *d; d++)
             list_push(c->arena, &c->opt.include_dirs, (void *)arena_strdup(c->arena, *d));

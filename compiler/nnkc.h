@@ -103,6 +103,12 @@ typedef struct SourceFile {
 typedef struct Compiler Compiler;
 SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t len);
 SourceFile *source_read(Compiler *c, const char *path); /* NULL, errno set */
+/* An imported file: a regular file of at most NNKC_MAX_IMPORT bytes, opened
+ * without blocking (a FIFO) and not following a final link when nofollow;
+ * its size must not change while read (a /proc file's is unknown).  NULL
+ * with *why set (a phrase, never the file's content). */
+enum { NNKC_MAX_IMPORT = 16 << 20 };
+SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, const char **why);
 SourceFile *source_get(Compiler *c, int id);
 Range range_join(Range a, Range b); /* from the start of a to the end of b */
 
@@ -755,6 +761,7 @@ const char *nnkc_c_flags(int opt_level);
 
 typedef struct Options {
     List include_dirs;        /* const char* */
+    bool confined_imports;    /* source given as a string: imports only inside include_dirs */
     bool werror, no_warnings, wconversion;
     int opt_level;            /* 0..3 */
     Type types[16];           /* -T list */

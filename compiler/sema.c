@@ -1179,16 +1179,51 @@ static bool file_exists(const char *path)
 
 static void load_file(Compiler *c, SourceFile *src);
 
+/* Whether the canonical path rp lies inside one of the include directories. */
+static bool inside_include_dirs(Compiler *c, const char *rp)
+{
+    for (int i = 0; i < c->opt.include_dirs.n; i++) {
+        char *root = realpath(c->opt.include_dirs.items[i], NULL);
+        if (!root)
+            continue;
+        size_t n = strlen(root);
+        bool in = strncmp(rp, root, n) == 0 && (rp[n] == '/' || (n == 1 && root[0] == '/'));
+        free(root);
+        if (in)
+            return true;
+    }
+    return false;
+}
+
+static bool has_dotdot(const char *path)
+{
+    for (const char *p = path; (p = strstr(p, "..")); p += 2)
+        if ((p == path || p[-1] == '/') && (p[2] == 0 || p[2] == '/'))
+            return true;
+    return false;
+}
+
 static void load_import(Compiler *c, Item *imp)
 {
     const SourceFile *from = imp->src;
     char *candidates[64];
     int ncand = 0;
     const char *path = imp->name;
+    /* Source given as a string (the runtime's modules and jit functions)
+     * imports only what lies inside the directories its caller named:
+     * nothing absolute, no '..', no link out of them; the string itself
+     * has no directory (not the working directory). */
+    bool confined = c->opt.confined_imports;
+    if (confined && (path[0] == '/' || has_dotdot(path))) {
+        diag_error(c, imp->name_range, "cannot import '%s': source given as a string imports only from its include_dirs "
+                   "(no absolute path, no '..')", path);
+        return;
+    }
     if (path[0] == '/') {
         candidates[ncand++] = arena_strdup(c->arena, path);
     } else {
-        candidates[ncand++] = arena_printf(c->arena, "%s%s", from->dir, path);
+        if (!confined || from != c->files.items[0])
+            candidates[ncand++] = arena_printf(c->arena, "%s%s", from->dir, path);
         for (int i = 0; i < c->opt.include_dirs.n && ncand < 64; i++) {
             const char *d = c->opt.include_dirs.items[i];
             size_t n = strlen(d);
@@ -1200,6 +1235,11 @@ static void load_import(Compiler *c, Item *imp)
         if (file_exists(candidates[i]))
             found = candidates[i];
     if (!found) {
+        if (ncand == 0) {
+            diag_error(c, imp->name_range, "cannot find imported file '%s': source given as a string imports only from "
+                       "its include_dirs, and none are given", path);
+            return;
+        }
         diag_error(c, imp->name_range, "cannot find imported file '%s'", path);
         Buf b = {0};
         for (int i = 0; i < ncand; i++) {
@@ -1212,6 +1252,7 @@ static void load_import(Compiler *c, Item *imp)
         return;
     }
     char *rp = realpath(found, NULL);
+    bool rp_ok = rp != NULL;
     const char *key = intern(c->strings, rp ? rp : found, strlen(rp ? rp : found));
     free(rp);
     for (int i = 0; i < c->import_stack.n; i++) {
@@ -1235,9 +1276,15 @@ static void load_import(Compiler *c, Item *imp)
     for (int i = 0; i < c->files.n; i++)
         if (((SourceFile *)c->files.items[i])->realpath == key)
             return; /* already loaded: imports are idempotent */
-    SourceFile *src = source_read(c, found);
+    if (confined && (!rp_ok || !inside_include_dirs(c, key))) {
+        diag_error(c, imp->name_range, "cannot import '%s': it leads out of the include_dirs", path);
+        return;
+    }
+    const char *why = NULL;
+    /* confined: the canonical path, checked above, and no link swapped in since */
+    SourceFile *src = source_read_import(c, confined ? key : found, confined, &why);
     if (!src) {
-        diag_error(c, imp->name_range, "cannot read '%s': %s", found, strerror(errno));
+        diag_error(c, imp->name_range, "cannot import '%s': %s", found, why);
         return;
     }
     list_push(c->arena, &c->imports, src);

@@ -2,9 +2,12 @@
 #include "nnkc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t len)
 {
@@ -43,6 +46,48 @@ SourceFile *source_read(Compiler *c, const char *path)
     }
     SourceFile *f = source_add(c, path, b.data ? b.data : "", b.len);
     buf_free(&b);
+    return f;
+}
+
+SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, const char **why)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+    struct stat st;
+    if (fd < 0) {
+        *why = errno == ELOOP ? "a symbolic link" : strerror(errno);
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *why = "not a regular file";
+        return NULL;
+    }
+    if (st.st_size > NNKC_MAX_IMPORT) {
+        close(fd);
+        *why = "larger than 16 MiB";
+        return NULL;
+    }
+    /* one byte more than the size says: a file that grows (or a /proc
+     * file, whose size is 0) is refused, not read */
+    size_t want = (size_t)st.st_size + 1, got = 0;
+    char *text = malloc(want);
+    while (text && got < want) {
+        ssize_t r = read(fd, text + got, want - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!text || got != (size_t)st.st_size) {
+        free(text);
+        *why = !text ? "out of memory" : got > (size_t)st.st_size ? "its size is not known (it changes as it is read)"
+                                                                   : "a short read";
+        return NULL;
+    }
+    SourceFile *f = source_add(c, path, text, got);
+    free(text);
     return f;
 }
 
