@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -682,16 +683,24 @@ static void quote_line(const char *log, const char *src, char *out, size_t n)
     fmt(out, n, "line %ld of the generated CUDA: %.*s", line, len > 300 ? 300 : len, l);
 }
 
-/* Keeps a source that failed to compile, for the line numbers of the log. */
+/* Keeps a source that failed to compile, for the line numbers of the log:
+ * a new file with an unpredictable name (mkstemps: O_CREAT|O_EXCL, mode
+ * 0600), so a link planted in a shared $TMPDIR cannot redirect it. */
 static void keep_source(cu_state *S, const char *key, const char *src, char *path, size_t n)
 {
     const char *tmp = env(S, "TMPDIR");
-    fmt(path, n, "%s/nnk-cuda-%.16s.cu", tmp ? tmp : "/tmp", key);
-    FILE *f = fopen(path, "w");
+    fmt(path, n, "%s/nnk-cuda-%.16s-XXXXXX.cu", tmp && *tmp ? tmp : "/tmp", key);
+    int fd = mkostemps(path, 3, O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f || fputs(src, f) < 0) {
-        fmt(path, n, "(not kept: %s)", strerror(errno));
+        int e = errno;
         if (f)
             fclose(f);
+        else if (fd >= 0)
+            close(fd);
+        if (fd >= 0)
+            unlink(path);
+        fmt(path, n, "(not kept: %s)", strerror(e));
         return;
     }
     fclose(f);
