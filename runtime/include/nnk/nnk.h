@@ -355,7 +355,7 @@ void nnk_jit_get_stats(nnk_jit_stats *out);
  * kernel uses (the next lookup goes to disk). For tests and benchmarks. */
 void nnk_jit_clear_memory_cache(void);
 
-/* ---- the disk cache (docs/runtime.md, "The disk cache") --------------------------- */
+/* ---- the disk cache (docs/runtime.md) --------------------------------------------- */
 
 /* Removes every entry of the disk cache directory (NNK_CACHE_DIR, else
  * $XDG_CACHE_HOME/nnk, else ~/.cache/nnk) and its temporary files; loaded
