@@ -14,6 +14,7 @@ struct NnkcModule {
     NnkcKernelInfo *kernels;
     int nkernels;
     bool rejected;           /* the last emit: the instance does not type-check */
+    bool oom;                /* the last emit ran out of memory */
 };
 
 static char *xstrdup(const char *s)
@@ -23,6 +24,33 @@ static char *xstrdup(const char *s)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+/* Renders the diagnostics since `from` into m->diagnostics, after the
+ * work of a call (`bailed`: it ended in nnkc_bug or nnkc_oom, whose Buf
+ * storage is released here), under a bail-out of its own.  false when out
+ * of memory: the caller reports that instead (NULL, nnkc_module_oom). */
+static void render_diags(NnkcModule *m, int from);
+static bool finish(NnkcModule *m, int from, bool bailed)
+{
+    Compiler *c = m->c;
+    if (bailed)
+        nnkc_release(c);
+    bool oom = bailed && c->oom;
+    char bug[sizeof c->bug];
+    snprintf(bug, sizeof bug, "%s", c->bug);
+    jmp_buf jb;
+    if (oom || setjmp(jb)) {
+        nnkc_release(c);
+        nnkc_leave(c);
+        return false;
+    }
+    nnkc_enter(c, &jb);
+    if (bailed)
+        diag_error_plain(c, "internal compiler error at %s", bug);
+    render_diags(m, from);
+    nnkc_leave(c);
+    return true;
 }
 
 static void render_diags(NnkcModule *m, int from)
@@ -84,34 +112,42 @@ static void reflect(NnkcModule *m)
 
 NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, const NnkcModuleOptions *opt)
 {
-    NnkcModule *m = calloc(1, sizeof *m);
+    NnkcModule *volatile m = calloc(1, sizeof *m); /* volatile: used after longjmp */
     if (!m)
         return NULL;
-    m->c = nnkc_new();
+    if (!(m->c = nnkc_new())) {
+        free(m);
+        return NULL;
+    }
     Compiler *c = m->c;
     c->opt.confined_imports = true;
-    if (opt) {
-        for (const char *const *d = opt->include_dirs; d && *d; d++)
-            list_push(c->arena, &c->opt.include_dirs, (void *)arena_strdup(c->arena, *d));
-        c->opt.opt_level = opt->opt_level;
-    }
     jmp_buf jb;
+    bool bailed = false;
     if (setjmp(jb) == 0) {
         nnkc_enter(c, &jb);
+        if (opt) {
+            for (const char *const *d = opt->include_dirs; d && *d; d++)
+                list_push(c->arena, &c->opt.include_dirs, (void *)arena_strdup(c->arena, *d));
+            c->opt.opt_level = opt->opt_level;
+        }
         sema_load(c, name ? name : "<string>", source ? source : "", source ? len : 0);
         sema_instantiate_all(c); /* checks every kernel once */
         reflect(m);
     } else {
-        diag_error_plain(c, "internal compiler error (see stderr)");
+        bailed = true;
     }
     nnkc_leave(c);
+    if ((bailed && c->oom) || !finish(m, 0, bailed)) {
+        nnkc_module_free(m);
+        return NULL;
+    }
     m->ok = c->nerrors == 0;
-    render_diags(m, 0);
     return m;
 }
 
 bool nnkc_module_ok(const NnkcModule *m) { return m && m->ok; }
 bool nnkc_module_emit_rejected(const NnkcModule *m) { return m && m->rejected; }
+bool nnkc_module_oom(const NnkcModule *m) { return m && m->oom; }
 const char *nnkc_module_diagnostics(const NnkcModule *m) { return m && m->diagnostics ? m->diagnostics : ""; }
 int nnkc_module_kernel_count(const NnkcModule *m) { return m ? m->nkernels : 0; }
 
@@ -136,7 +172,7 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
     if (error)
         *error = NULL;
     if (m)
-        m->rejected = false;
+        m->rejected = m->oom = false;
     if (!m || !m->ok || !kernel) {
         if (error)
             *error = xstrdup(!m || !kernel ? "invalid arguments" : "the module has errors");
@@ -146,15 +182,19 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
     Item *k = sema_find_kernel(c, kernel);
     if (!k) {
         if (error) {
-            Buf b = {0};
-            buf_printf(&b, "no kernel '%s' in the module", kernel);
-            *error = buf_detach(&b);
+            static const char fmt[] = "no kernel '%s' in the module";
+            size_t n = sizeof fmt + strlen(kernel);
+            if ((*error = malloc(n)))
+                snprintf(*error, n, fmt, kernel);
         }
+        m->oom = error && !*error;
         return NULL;
     }
     int from = c->diags.n;
     int errs = c->nerrors, events = c->error_events;
-    char *src = NULL;
+    char *volatile src = NULL;
+    char *volatile sym = NULL;
+    bool bailed = false;
     jmp_buf jb;
     if (setjmp(jb) == 0) {
         nnkc_enter(c, &jb);
@@ -181,22 +221,34 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
             else
                 emit_cuda_file(c, &one, &eo, &out);
             if (c->error_events == events) {
-                src = buf_detach(&out);
                 if (symbol) {
                     Buf s = {0};
                     buf_printf(&s, "%s__desc", in->name);
-                    *symbol = buf_detach(&s);
+                    sym = buf_detach(&s);
                 }
+                src = buf_detach(&out); /* last: nothing after it can bail out */
             }
             buf_free(&out);
         }
     } else {
-        diag_error_plain(c, "internal compiler error (see stderr)");
+        bailed = true;
+        free(sym);
+        sym = NULL;
     }
     nnkc_leave(c);
-    if (!src && error) {
-        render_diags(m, from);
-        *error = xstrdup(m->diagnostics);
+    if (symbol && src)
+        *symbol = sym;
+    else
+        free(sym);
+    if (!src) {
+        if (bailed && c->oom) {
+            nnkc_release(c);
+            m->oom = true;
+        } else if (!finish(m, from, bailed)) {
+            m->oom = true;
+        } else if (error && !(*error = xstrdup(m->diagnostics))) {
+            m->oom = true;
+        }
     }
     /* a failed instance leaves no diagnostics behind, so asking again
      * renders them again (they would be duplicates, dropped, otherwise) */
@@ -280,9 +332,11 @@ NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type
     }
     int from = c->diags.n;
     int errs = c->nerrors, events = c->error_events;
-    NnkcReduceOp op = NNKC_REDUCE_NONE;
+    volatile NnkcReduceOp op = NNKC_REDUCE_NONE;
     jmp_buf jb;
-    if (setjmp(jb) == 0) {
+    if (setjmp(jb) != 0) {
+        nnkc_release(c); /* an internal error or out of memory: not a plain reduction */
+    } else {
         nnkc_enter(c, &jb);
         Instance *in = sema_instance(c, k, targs, storage);
         if (in && c->error_events == events) {

@@ -2,8 +2,9 @@
  *
  * The compiler never frees individual objects: every AST node, type and
  * IR node of a compilation lives in the Compiler's arena and goes away
- * with it.  Out-of-memory is the one condition we do not turn into a
- * diagnostic: it is reported through nnkc_bug like an internal error.
+ * with it.  Out of memory is not a diagnostic: nnkc_oom returns to the
+ * caller's bail-out (compiler.c), which frees the arena and any Buf
+ * storage the jump abandoned, and reports NNK_ENOMEM.
  */
 #include "nnkc.h"
 
@@ -27,13 +28,15 @@ static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        nnkc_bug(__FILE__, __LINE__, "out of memory");
+        nnkc_oom();
     return p;
 }
 
 Arena *arena_new(void)
 {
-    Arena *a = xmalloc(sizeof *a);
+    Arena *a = malloc(sizeof *a);
+    if (!a)
+        return NULL;
     a->head = NULL;
     a->total = 0;
     return a;
@@ -226,18 +229,65 @@ void map_put(Arena *a, Map *m, const char *key, void *val)
 
 /* ---- byte buffers ------------------------------------------------------ */
 
+/* The header in front of a Buf's storage: the list of the compiler that
+ * was entered when the buffer first grew (none outside nnkc_enter). */
+typedef struct BufHead {
+    struct BufHead *prev, *next;
+    Compiler *owner;
+} BufHead;
+
+static BufHead *head_of(const Buf *b) { return (BufHead *)(void *)b->data - 1; }
+
+static void unlink_head(BufHead *h)
+{
+    if (!h->owner)
+        return;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        h->owner->bufs = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+}
+
+static void link_head(BufHead *h, Compiler *owner)
+{
+    h->owner = owner;
+    h->prev = NULL;
+    h->next = owner ? owner->bufs : NULL;
+    if (h->next)
+        h->next->prev = h;
+    if (owner)
+        owner->bufs = h;
+}
+
+/* Room for `need` more bytes and the NUL. */
+static void buf_reserve(Buf *b, size_t need)
+{
+    if (b->len + need + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + need + 1)
+        cap *= 2;
+    BufHead *old = b->data ? head_of(b) : NULL;
+    Compiler *owner = old ? old->owner : nnkc_current();
+    if (old)
+        unlink_head(old);
+    BufHead *h = realloc(old, sizeof *h + cap);
+    if (!h) {
+        if (old)
+            link_head(old, owner);
+        nnkc_oom();
+    }
+    link_head(h, owner);
+    b->data = (char *)(h + 1);
+    b->cap = cap;
+    b->data[b->len] = 0;
+}
+
 void buf_put(Buf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d)
-            nnkc_bug(__FILE__, __LINE__, "out of memory");
-        b->data = d;
-        b->cap = cap;
-    }
+    buf_reserve(b, n);
     memcpy(b->data + b->len, s, n);
     b->len += n;
     b->data[b->len] = 0;
@@ -259,27 +309,40 @@ void buf_printf(Buf *b, const char *fmt, ...)
         buf_put(b, small, (size_t)n);
         return;
     }
-    char *big = xmalloc((size_t)n + 1);
+    buf_reserve(b, (size_t)n);
     va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    buf_put(b, big, (size_t)n);
-    free(big);
+    b->len += (size_t)n;
 }
 
 void buf_free(Buf *b)
 {
-    free(b->data);
+    if (b->data) {
+        BufHead *h = head_of(b);
+        unlink_head(h);
+        free(h);
+    }
     b->data = NULL;
     b->len = b->cap = 0;
 }
 
 char *buf_detach(Buf *b)
 {
-    if (!b->data)
-        buf_put(b, "", 0);
-    char *d = b->data;
+    buf_reserve(b, 0);
+    BufHead *h = head_of(b);
+    unlink_head(h);
+    memmove(h, b->data, b->len + 1);
     b->data = NULL;
     b->len = b->cap = 0;
-    return d;
+    return (char *)h;
+}
+
+void nnkc_release(Compiler *c)
+{
+    while (c->bufs) {
+        BufHead *h = c->bufs;
+        unlink_head(h);
+        free(h);
+    }
 }

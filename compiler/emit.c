@@ -538,13 +538,10 @@ void emit_signature(const Instance *in, Buf *out)
 /* Emits the nodes of `need` whose level is in [lo, hi]. */
 void emit_levels(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
 {
-    uint8_t *sel = calloc((size_t)ac->k->nnodes + 1, 1);
-    if (!sel)
-        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    uint8_t *sel = nnkc_scratch((size_t)ac->k->nnodes + 1);
     for (int i = 0; i < ac->k->nnodes; i++)
         sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
     emit_nodes(ac, sel, NULL, "", out);
-    free(sel);
 }
 
 /* Whether the marked nodes load tensor operand `op`. */

@@ -83,15 +83,16 @@ static Need need_of(const Gen *g, const int32_t *roots, int nroots)
     const IrKernel *k = g->k;
     Need nd;
     memset(&nd, 0, sizeof nd);
-    nd.in = calloc((size_t)k->nnodes + 1, 1);
+    nd.in = nnkc_scratch((size_t)k->nnodes + 1);
     ir_mark(k, roots, nroots, L_CONST, nd.in);
     need_scan(k, &nd, -1);
     return nd;
 }
 
+/* Scratch is in the compilation's arena (nnkc_scratch): nothing to free,
+ * and nothing leaks when an error bails out of the emitter. */
 static void need_free(Need *nd)
 {
-    free(nd->in);
     nd->in = NULL;
 }
 
@@ -100,7 +101,7 @@ static void need_free(Need *nd)
 static uint8_t *boundary(const Gen *g, const Need *nd, const int32_t *roots, int nroots, int lvl)
 {
     const IrKernel *k = g->k;
-    uint8_t *b = calloc((size_t)k->nnodes + 1, 1);
+    uint8_t *b = nnkc_scratch((size_t)k->nnodes + 1);
     for (int i = 0; i < k->nnodes; i++) {
         const IrNode *n = &k->nodes[i];
         if (!nd->in[i] || n->level != L_ELEM || n->op == IR_RED)
@@ -144,11 +145,10 @@ static EmitAccess access_for(const Gen *g, const Mode *m)
 /* Declares the needed nodes with level in [lo, hi]. */
 static void emit_level(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
 {
-    uint8_t *sel = calloc((size_t)ac->k->nnodes + 1, 1);
+    uint8_t *sel = nnkc_scratch((size_t)ac->k->nnodes + 1);
     for (int i = 0; i < ac->k->nnodes; i++)
         sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
     emit_nodes(ac, sel, NULL, "", out);
-    free(sel);
 }
 
 /* ---- instance data -------------------------------------------------------------- */
@@ -769,7 +769,7 @@ static Need need_stop(const Gen *g, const int32_t *roots, int nroots, int stop)
     const IrKernel *k = g->k;
     Need nd;
     memset(&nd, 0, sizeof nd);
-    nd.in = calloc((size_t)k->nnodes + 1, 1);
+    nd.in = nnkc_scratch((size_t)k->nnodes + 1);
     for (int i = 0; i < nroots; i++)
         if (roots[i] >= 0)
             nd.in[roots[i]] = 1;
@@ -836,7 +836,7 @@ static Cache find_cache(const Gen *g)
 static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Buf *out)
 {
     EmitAccess ac = access_for(g, &mode);
-    uint8_t *done = calloc((size_t)g->k->nnodes + 1, 1);
+    uint8_t *done = nnkc_scratch((size_t)g->k->nnodes + 1);
     if (cache.node >= 0 && nd->in[cache.node]) {
         Type t = (Type)g->k->nodes[cache.node].type;
         Buf a = {0};
@@ -847,12 +847,10 @@ static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Bu
         buf_free(&a);
         done[cache.node] = 1;
     }
-    uint8_t *sel = calloc((size_t)g->k->nnodes + 1, 1);
+    uint8_t *sel = nnkc_scratch((size_t)g->k->nnodes + 1);
     for (int i = 0; i < g->k->nnodes; i++)
         sel[i] = nd->in[i] && g->k->nodes[i].level == L_ELEM;
     emit_nodes(&ac, sel, done, "", out);
-    free(sel);
-    free(done);
 }
 
 /* Emits the data of one phase (P) of a reduction. */
@@ -1015,7 +1013,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         /* the identities of reduce() start every leaf */
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
-        uint8_t *done = calloc((size_t)k->nnodes + 1, 1);
+        uint8_t *done = nnkc_scratch((size_t)k->nnodes + 1);
         for (int i = 0; i < k->nnodes; i++)
             done[i] = nd.in[i] && k->nodes[i].level <= L_ROW;
         uint8_t sc[MAXOPS];
@@ -1024,12 +1022,10 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         read_scalars(g, "p", sc, &pro);
         if (ind.n && !nd.n)
             buf_puts(&pro, "const int64_t n_red = p->nreduced;\n");
-        uint8_t *sel = calloc((size_t)k->nnodes + 1, 1);
+        uint8_t *sel = nnkc_scratch((size_t)k->nnodes + 1);
         for (int i = 0; i < k->nnodes; i++)
             sel[i] = ind.in[i] && k->nodes[i].level <= L_UNIFORM;
         emit_nodes(&ac, sel, done, "", &pro);
-        free(sel);
-        free(done);
     }
     need_free(&ind);
     elem_code(g, &nd, M_ROW_CONTIG, &cbody);
@@ -1110,7 +1106,6 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
     }
     col_boundary_loads(g, bnd, &choist, &cload);
-    free(bnd);
     if (!choist.len)
         buf_puts(&cpro, "(void)cx;\n");
     buf_puts(&cpro, choist.data ? choist.data : "");
@@ -1232,7 +1227,7 @@ static void reduction(const Gen *g, TDict *d)
 
     const Cache cache = find_cache(g);
     uint8_t red_loads[MAXOPS] = {0};
-    uint8_t *col_rows = calloc((size_t)k->nnodes + 1, 1);
+    uint8_t *col_rows = nnkc_scratch((size_t)k->nnodes + 1);
     bool has_arg = false;
     int max_lane_bytes = 0;
     Buf sizes = {0};
@@ -1366,18 +1361,16 @@ static void reduction(const Gen *g, TDict *d)
     {
         /* what cepi computes before the rows: the row values (into cx), the
          * uniform values cepirow takes, the reduced-shape outputs' values */
-        uint8_t *set = calloc((size_t)k->nnodes + 1, 1);
+        uint8_t *set = nnkc_scratch((size_t)k->nnodes + 1);
         for (int i = 0; i < k->nnodes; i++)
             set[i] = ball[i] || bu[i];
         for (int i = 0; i < k->nouts; i++)
             if (!k->outs[i].tensor && k->nodes[k->outs[i].node].op != IR_CONST)
                 set[k->outs[i].node] = 1;
-        int32_t *sr = calloc((size_t)k->nnodes + 1, sizeof(int32_t));
+        int32_t *sr = nnkc_scratch(((size_t)k->nnodes + 1) * sizeof(int32_t));
         int ns = set_roots(g, set, sr, k->nnodes + 1);
         if (ns)
             col_prep(g, sr, ns, ball, &cepro);
-        free(sr);
-        free(set);
         Mode m = M_COL;
         EmitAccess ac = access_for(g, &m);
         for (int i = 0; i < k->nouts; i++) {
@@ -1398,7 +1391,6 @@ static void reduction(const Gen *g, TDict *d)
             buf_free(&v);
         }
     }
-    free(ball);
     if (!cepro.len)
         buf_puts(&cepro, "(void)cx;\n");
     for (int i = 0; i < k->nnodes; i++)
@@ -1423,8 +1415,6 @@ static void reduction(const Gen *g, TDict *d)
     tset(d, "cepirow_fn", bufstr(g->c, &cerow));
     buf_free(&eparams);
     buf_free(&ceparams);
-    free(bu);
-    free(br);
 
     /* the column order's scratch: finals and row values per position */
     Buf cxf = {0}, cxb = {0}, cxa = {0}, f2c = {0};
@@ -1449,7 +1439,6 @@ static void reduction(const Gen *g, TDict *d)
     }
     if (!k->nreds)
         buf_puts(&f2c, "(void)f;\n");
-    free(col_rows);
     tset(d, "cx_fields", bufstr(g->c, &cxf));
     tset(d, "cx_bytes", bufstr(g->c, &cxb));
     tset(d, "cx_assign", bufstr(g->c, &cxa));

@@ -48,9 +48,7 @@ static const char *dup(Compiler *c, Buf *b)
 
 static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
 {
-    uint8_t *need = calloc((size_t)k->nnodes + 1, 1);
-    if (!need)
-        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
     ir_mark(k, roots, n, L_CONST, need);
     return need;
 }
@@ -142,7 +140,6 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
     tset(d, "vec_loads", dup(c, &loads));
     tset(d, "vec_stores", dup(c, &stores));
     tset(d, "ptrs", dup(c, &ptrs));
-    free(need);
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -191,7 +188,6 @@ static void combine_functions(Compiler *c, const EmitOperands *o, const char *na
         }
         buf_puts(out, "}\n");
         buf_free(&body);
-        free(need);
     }
 }
 
@@ -253,16 +249,14 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
                     }
                 /* two identities may share nodes: each is declared once */
                 if (!ident_done)
-                    ident_done = calloc((size_t)k->nnodes + 1, 1);
-                uint8_t *fresh = calloc((size_t)k->nnodes + 1, 1);
+                    ident_done = nnkc_scratch((size_t)k->nnodes + 1);
+                uint8_t *fresh = nnkc_scratch((size_t)k->nnodes + 1);
                 for (int i = 0; i < k->nnodes; i++) {
                     fresh[i] = need[i] && !ident_done[i];
                     ident_done[i] |= need[i];
                 }
                 emit_levels(&ac, fresh, L_CONST, L_UNIFORM, &ident);
                 emit_ref(&ac, r->ident, &id);
-                free(fresh);
-                free(need);
             } else {
                 emit_red_identity(r, &id);
             }
@@ -303,7 +297,6 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         tset(P, "read_scalars", dup(c, &rs));
         tset(P, "state_fields", fields.data ? dup(c, &fields) : "char unused_;");
         tset(P, "ident_code", dup(c, &ident));
-        free(ident_done);
         tset(P, "init_code", init.data ? dup(c, &init) : "(void)s;");
         tset(P, "merge_code", merge.data ? dup(c, &merge) : "(void)a;\n(void)b;");
         tset(P, "final_code", final.data ? dup(c, &final) : "(void)f;\n(void)s;");
@@ -312,7 +305,6 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         tset(P, "prologue_code", dup(c, &pro));
         tset(P, "elem_body", dup(c, &body));
         tset(P, "ptrs", dup(c, &ptrs));
-        free(need);
         buf_free(&fields);
         buf_free(&init);
         buf_free(&merge);
@@ -356,7 +348,6 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     tset(d, "scalar_stores", dup(c, &stores));
     tset(d, "ptrs", dup(c, &ptrs));
     tbool(d, "has_tensor_outs", has_tensor);
-    free(need);
 }
 
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)

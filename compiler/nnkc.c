@@ -389,6 +389,12 @@ static int compile_one(const Args *a, const char *path)
 {
     Arena *ar = arena_new();
     Compiler *c = nnkc_new();
+    if (!ar || !c) {
+        fputs("nnkc: out of memory\n", stderr);
+        nnkc_free(c);
+        arena_free(ar);
+        return 1;
+    }
     c->opt = a->opt;
     jmp_buf jb;
     int status = 0;
@@ -484,6 +490,11 @@ static int compile_one(const Args *a, const char *path)
         }
     } else {
         status = 1;
+        nnkc_release(c);
+        if (c->oom)
+            fputs("nnkc: out of memory\n", stderr);
+        else
+            fprintf(stderr, "nnkc: internal error at %s\n", c->bug);
     }
     nnkc_leave(c);
     Buf diags = {0};
@@ -510,6 +521,10 @@ static int compile_one(const Args *a, const char *path)
 int main(int argc, char **argv)
 {
     Arena *ar = arena_new();
+    if (!ar) {
+        fputs("nnkc: out of memory\n", stderr);
+        return 1;
+    }
     Args args = {0};
     int rc = parse_args(ar, argc, argv, &args);
     if (rc == 0) {

@@ -19,9 +19,12 @@
 
 #define NNKC_VERSION "0.1.0"
 
-/* Internal bugs assert with file and line; user errors are diagnostics. */
+/* Internal bugs assert with file and line; user errors are diagnostics.
+ * Both nnkc_bug and nnkc_oom (out of memory) return to the innermost
+ * nnkc_enter's jmp_buf (compiler.c); libnnkc never prints or aborts. */
 #define nnkc_assert(c) ((c) ? (void)0 : nnkc_bug(__FILE__, __LINE__, #c))
-void nnkc_bug(const char *file, int line, const char *what);
+_Noreturn void nnkc_bug(const char *file, int line, const char *what);
+_Noreturn void nnkc_oom(void);
 
 /* Limits of the language, checked with clear errors. */
 enum {
@@ -38,7 +41,7 @@ enum {
 /* ===================================================================== */
 
 typedef struct Arena Arena;
-Arena *arena_new(void);
+Arena *arena_new(void);                        /* NULL when out of memory */
 void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t size);      /* zeroed, 16-aligned */
 char *arena_strndup(Arena *a, const char *s, size_t n);
@@ -68,7 +71,10 @@ typedef struct Map {
 void *map_get(const Map *m, const char *key);
 void map_put(Arena *a, Map *m, const char *key, void *val);
 
-/* A growable byte buffer on the heap (emitters, diagnostics rendering). */
+/* A growable byte buffer on the heap (emitters, diagnostics rendering).
+ * While a Compiler is entered (nnkc_enter), a buffer's storage is linked
+ * into it, so that the bail-out of an error can free buffers it abandons
+ * (nnkc_release); buf_detach's result is plain malloc'ed memory. */
 typedef struct Buf {
     char *data;
     size_t len, cap;
@@ -717,7 +723,9 @@ typedef struct NnkcModuleOptions {
     int opt_level;                   /* 0..3 */
 } NnkcModuleOptions;
 
-/* Always returns a module (NULL only when out of memory); check ok(). */
+/* Always returns a module (NULL only when out of memory); check ok().
+ * Internal errors are diagnostics ("internal compiler error at ..."):
+ * libnnkc prints nothing. */
 NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, const NnkcModuleOptions *opt);
 bool nnkc_module_ok(const NnkcModule *m);
 const char *nnkc_module_diagnostics(const NnkcModule *m); /* rendered, "" when none */
@@ -735,6 +743,9 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
  * type-check (a generic kernel's body cannot take the types; its error is
  * the rendered diagnostic), as opposed to an internal failure. */
 bool nnkc_module_emit_rejected(const NnkcModule *m);
+/* Whether the last nnkc_module_emit failed for lack of memory (it then
+ * returns NULL, and *error may be NULL). */
+bool nnkc_module_oom(const NnkcModule *m);
 void nnkc_module_free(NnkcModule *m);
 /* Whether an instance (same arguments as nnkc_module_emit) is a plain
  * reduction that a library such as cuDNN can run instead of generated
@@ -788,14 +799,25 @@ struct Compiler {
     List import_stack;        /* SourceFile* being loaded, for cycles */
     void *sema;               /* sema.c private state */
     Item *skipped_default;    /* sema.c: the first kernel whose default instance did not type-check */
-    jmp_buf *bail;            /* where nnkc_bug returns to, when set */
+    jmp_buf *bail;            /* where nnkc_bug / nnkc_oom return to, when set */
     int internal_error;
+    bool oom;                 /* the bail-out was out of memory */
+    char bug[256];            /* the internal error's "file:line: what" */
+    struct BufHead *bufs;     /* live Buf storage (arena.c) */
+    Compiler *outer;          /* the compiler current before nnkc_enter */
 };
 
-Compiler *nnkc_new(void);
+Compiler *nnkc_new(void);     /* NULL when out of memory */
 void nnkc_free(Compiler *c);
-/* Brackets an API call: an internal error longjmps to jb instead of aborting. */
+/* Brackets an API call: an internal error or out of memory longjmps to jb
+ * (with internal_error or oom set) instead of aborting. */
 void nnkc_enter(Compiler *c, jmp_buf *jb);
 void nnkc_leave(Compiler *c);
+/* After a bail-out: frees the Buf storage the jump abandoned. */
+void nnkc_release(Compiler *c);
+/* The entered compiler of this thread, or NULL. */
+Compiler *nnkc_current(void);
+/* Zeroed scratch memory in the current compilation's arena (emitters). */
+void *nnkc_scratch(size_t size);
 
 #endif /* NNKC_H */

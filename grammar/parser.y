@@ -382,12 +382,17 @@ static void syntax_error(ParseState *ps, int major, Token tok)
     buf_free(&b);
 }
 
+/* The parser lives in the compiler's arena (its stack is fixed,
+ * %stack_size): nothing to free when an action bails out (nnkc_oom).
+ * lemon's allocator takes no context, hence the thread-local. */
+static _Thread_local Arena *parser_arena;
+static void *parser_alloc(size_t n) { return arena_alloc(parser_arena, n); }
+
 void parse_file(Compiler *c, SourceFile *src)
 {
     ParseState ps = {.c = c, .src = src};
-    void *parser = NnkParseAlloc(malloc);
-    if (!parser)
-        nnkc_bug(__FILE__, __LINE__, "out of memory");
+    parser_arena = c->arena;
+    void *parser = NnkParseAlloc(parser_alloc);
     ps.parser = parser;
     Lexer lx;
     lexer_init(&lx, c, src);
@@ -405,7 +410,7 @@ void parse_file(Compiler *c, SourceFile *src)
         if (kind == 0 || ps.stop)
             break;
     }
-    NnkParseFree(parser, free);
+    NnkParseFinalize(parser);
 }
 
 }

@@ -247,7 +247,13 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     /* a generic body that cannot take these dtypes is the caller's dtype
      * error (docs/runtime.md), not a broken module */
     const bool rejected = !src && nnkc_module_emit_rejected(m->nm);
+    const bool oom = !src && nnkc_module_oom(m->nm);
     pthread_mutex_unlock(&m->lock);
+    if (oom) {
+        free(error);
+        free(symbol);
+        return rt_error(NNK_ENOMEM, "kernel '%s': out of memory generating code", k->name);
+    }
     if (!src) {
         nnk_status s = rt_error(rejected ? NNK_EDTYPE : NNK_ECOMPILE, "kernel '%s': %s", k->name,
                                 error ? error : "code generation failed");
