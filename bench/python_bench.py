@@ -4,7 +4,10 @@ Side by side in one run: nnk through the Python package (numpy in and out,
 nnk.Array in and out, out= given), numexpr and torch eager when importable,
 numpy itself for scale, and libnnk's own C launch (bench/runtime_bench) when
 the build tree has it.  Each figure is the median of 7 rounds of N calls,
-rounds interleaved between the contenders so that machine noise hits all.
+rounds interleaved between the contenders so that machine noise hits all;
+the process's CPU time per call is printed next to the wall time (on a
+loaded machine the wall time counts other jobs' time slices, the CPU time
+does not).
 Not a test: nothing is asserted (docs/python.md quotes the figures).
 """
 import os
@@ -52,17 +55,21 @@ except ImportError:
     print("(torch not installed: no torch figure)")
 
 times = {k: [] for k in cases}
+cpu = {k: [] for k in cases}
 for _ in range(ROUNDS):
     for name, f in cases.items():
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for _ in range(N):
             f()
         times[name].append((time.perf_counter() - t0) / N)
+        cpu[name].append((time.process_time() - c0) / N)
 
-print("1,000-element f32 call, median of %d rounds of %d calls (python %s, numpy %s)"
-      % (ROUNDS, N, sys.version.split()[0], np.__version__))
+print("1,000-element f32 call, median of %d rounds of %d calls (python %s, numpy %s, load average %s)"
+      % (ROUNDS, N, sys.version.split()[0], np.__version__, " ".join(open("/proc/loadavg").read().split()[:3])
+         if os.path.exists("/proc/loadavg") else "?"))
+print("  %-42s %10s %10s" % ("", "wall", "CPU time"))
 for name, ts in times.items():
-    print("  %-42s %7.2f us" % (name, statistics.median(ts) * 1e6))
+    print("  %-42s %7.2f us %7.2f us" % (name, statistics.median(ts) * 1e6, statistics.median(cpu[name]) * 1e6))
 
 bench = os.path.join(os.path.dirname(nnk.__file__), "..", "..", "..", "bench", "runtime_bench")
 if os.path.exists(bench):
