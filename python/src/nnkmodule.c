@@ -1356,8 +1356,26 @@ static int import_buffer(PyObject *o, int writable, Py_buffer *view, Imported *i
             PyBuffer_Release(view);
             return refuse_readonly(o);
         }
+        /* as nnk.ArgumentError (a ValueError and TypeError), caused by the
+         * exporter's own exception: a released memoryview, a numpy object array */
         PyErr_Clear();
-        PyErr_Restore(et, ev, tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        fail(NNK_EINVAL, "%.100s: its buffer cannot be used: %S", Py_TYPE(o)->tp_name, ev ? ev : Py_None);
+        PyObject *nt, *nv, *ntb;
+        PyErr_Fetch(&nt, &nv, &ntb);
+        PyErr_NormalizeException(&nt, &nv, &ntb);
+        if (nv && ev) {
+            if (tb)
+                PyException_SetTraceback(ev, tb);
+            Py_INCREF(ev);
+            PyException_SetCause(nv, ev);   /* steals */
+            Py_INCREF(ev);
+            PyException_SetContext(nv, ev); /* steals */
+        }
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        PyErr_Restore(nt, nv, ntb);
         return -1;
     }
     nnk_dtype t;

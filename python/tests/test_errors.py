@@ -98,10 +98,15 @@ def test_bad_outputs(add):
 def test_released_buffer(add):
     m = memoryview(np.ones(3, np.float32))
     m.release()
-    with pytest.raises(ValueError):
+    with pytest.raises(nnk.ArgumentError) as e:
         add(m, m)
+    assert "released" in str(e.value) and isinstance(e.value.__cause__, ValueError)
     with pytest.raises(ValueError):
         nnk.asarray(m)
+    with pytest.raises(nnk.DTypeError):
+        add(np.array([object()] * 3), np.ones(3, np.float32))   # format 'O'
+    with pytest.raises(nnk.ArgumentError):
+        add(np.ones(3, "M8[s]"), np.ones(3, np.float32))         # numpy exports no datetime buffer
 
 
 def test_buffer_kept_while_used(add):
