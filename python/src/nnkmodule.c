@@ -956,14 +956,18 @@ static int array_getbuffer(ArrayObject *o, Py_buffer *view, int flags)
         PyErr_SetString(PyExc_BufferError, "nnk.Array is read-only");
         return -1;
     }
+    /* a request for contiguity (C, F or any) or without strides needs a
+     * C-contiguous array; F only when at most one axis is longer than 1 */
     int contiguous = nnk_array_is_contiguous(o->a);
     int want_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
-    if (!contiguous && (!want_strides || (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS)) {
+    int want_c = (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS;
+    int want_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
+    int want_any = (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+    if (!contiguous && (!want_strides || want_c || want_f || want_any)) {
         PyErr_SetString(PyExc_BufferError, "nnk.Array is not C-contiguous");
         return -1;
     }
-    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && (flags & PyBUF_C_CONTIGUOUS) != PyBUF_C_CONTIGUOUS &&
-        (flags & PyBUF_ANY_CONTIGUOUS) != PyBUF_ANY_CONTIGUOUS) {
+    if (want_f && !want_c && !want_any) {
         int nontrivial = 0;
         for (int d = 0; d < o->ndim; d++)
             nontrivial += o->shape[d] > 1;
@@ -979,9 +983,9 @@ static int array_getbuffer(ArrayObject *o, Py_buffer *view, int flags)
     view->itemsize = (Py_ssize_t)nnk_dtype_size(t);
     view->len = (Py_ssize_t)nnk_array_size(o->a) * view->itemsize;
     view->readonly = o->readonly;
-    view->ndim = o->ndim;
     view->format = (flags & PyBUF_FORMAT) ? (char *)dtype_table[t].format : NULL;
     view->shape = (flags & PyBUF_ND) == PyBUF_ND ? o->shape : NULL;
+    view->ndim = view->shape ? o->ndim : 1;   /* without a shape: bytes, as PyBuffer_FillInfo */
     view->strides = want_strides ? o->strides : NULL;
     view->suboffsets = NULL;
     view->internal = NULL;

@@ -177,3 +177,45 @@ print("ok", nnk._nnk._numpy_fast_paths())
         r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and r.stdout.startswith("ok"), (flag, r.stdout, r.stderr)
         assert r.stdout.split(None, 1)[1].strip() == ("(True, True)" if flag == "1" else "(False, False)"), r.stdout
+
+
+def test_buffer_requests():
+    """The buffer protocol honours contiguity requests (a consumer asking for
+    C-contiguous memory never gets a strided view it would read past)."""
+    import ctypes
+
+    class Py_buffer(ctypes.Structure):
+        _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
+                    ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                    ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+                    ("strides", ctypes.POINTER(ctypes.c_ssize_t)), ("suboffsets", ctypes.c_void_p),
+                    ("internal", ctypes.c_void_p)]
+
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = [ctypes.POINTER(Py_buffer)]
+    SIMPLE, WRITABLE, ND, STRIDES = 0, 1, 8, 0x18
+    C, F, ANY = 0x20 | STRIDES, 0x40 | STRIDES, 0x80 | STRIDES
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    dense, strided = nnk.asarray(x), nnk.asarray(x[:, ::2])
+    for arr, flags, ok in [(dense, SIMPLE, True), (dense, ND, True), (dense, C, True), (dense, ANY, True),
+                           (dense, F, False), (strided, STRIDES, True), (strided, SIMPLE, False),
+                           (strided, ND, False), (strided, C, False), (strided, F, False), (strided, ANY, False),
+                           (nnk.asarray(x[:1]), F, True)]:
+        b = Py_buffer()
+        if ok:
+            assert get(arr, ctypes.byref(b), flags) == 0
+            assert b.len == arr.nbytes and (flags & ND) == 0 or b.ndim == arr.ndim
+            release(ctypes.byref(b))
+        else:
+            with pytest.raises(BufferError):
+                get(arr, ctypes.byref(b), flags)
+    ro = nnk.asarray(np.ones(2, np.float32).view())
+    ro_np = np.ones(2, np.float32)
+    ro_np.setflags(write=False)
+    with pytest.raises(BufferError):
+        get(nnk.asarray(ro_np), ctypes.byref(Py_buffer()), WRITABLE)
+    b = Py_buffer()
+    assert get(ro, ctypes.byref(b), WRITABLE) == 0
+    release(ctypes.byref(b))
