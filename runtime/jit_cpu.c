@@ -121,9 +121,23 @@ static const char *compiler_command(void)
  * one CPU to another.  NNK_JIT_NATIVE=0 turns this off (portable code, as
  * nnkc -c compiles). */
 static const char *const host_candidates[] = {
-    "-march=native -fvect-cost-model=dynamic", /* gcc */
-    "-march=native",                           /* clang, and compilers without the cost model flag */
+    "-march=%s -fvect-cost-model=dynamic", /* gcc */
+    "-march=%s",                           /* clang, and compilers without the cost model flag */
 };
+
+/* NNK_JIT_MARCH=ARCH targets ARCH instead of the host (x86-64-v3: AVX2
+ * without AVX-512, which valgrind 3.19 cannot decode; or another machine's
+ * code to reproduce it): a name of letters, digits and ".-_", else NULL. */
+static const char *jit_march(void)
+{
+    const char *env = getenv("NNK_JIT_MARCH");
+    if (!env || !*env)
+        return "native";
+    size_t n = strlen(env);
+    if (n > 64 || strspn(env, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != n)
+        return NULL;
+    return env;
+}
 
 /* Finds the host flags of `cc` (argv of its words) into *flags (NULL for
  * none); appends the target macros to `id`. */
@@ -131,11 +145,13 @@ static void probe_host_flags(char **argv, int n, rt_str *id, char **flags)
 {
     *flags = NULL;
     const char *env = getenv("NNK_JIT_NATIVE");
-    if (env && strcmp(env, "0") == 0)
+    const char *march = jit_march();
+    if ((env && strcmp(env, "0") == 0) || !march)
         return;
     for (size_t c = 0; c < sizeof host_candidates / sizeof host_candidates[0]; c++) {
-        char *copy, *fargv[8];
-        int nf = split_words(host_candidates[c], &copy, fargv, 8);
+        char cand[128], *copy, *fargv[8];
+        snprintf(cand, sizeof cand, host_candidates[c], march);
+        int nf = split_words(cand, &copy, fargv, 8);
         if (nf < 0)
             return;
         int m = n;
@@ -149,7 +165,7 @@ static void probe_host_flags(char **argv, int n, rt_str *id, char **flags)
         int st = run(argv, &out);
         free(copy);
         if (st == 0) {
-            *flags = rt_strdup(host_candidates[c]);
+            *flags = rt_strdup(cand);
             rt_str_add(id, "\n", 1);
             if (out.s)
                 rt_str_add(id, out.s, strlen(out.s));

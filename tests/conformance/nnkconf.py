@@ -75,6 +75,98 @@ class KernelDesc(ctypes.Structure):
                 ("targs", ctypes.POINTER(ctypes.c_int32))]   # the rest is not read here
 
 
+# ---- references that are the same on every machine ----------------------------
+
+_refm = None
+
+
+def libm(name):
+    """The C library's scalar double function `name` (refm.c) as a function
+    of float64 arrays (one or two arguments).  The references of the suite
+    for libm functions come from here, not from numpy's float64 functions,
+    whose SIMD code (SVML on AVX-512) differs from machine to machine."""
+    global _refm
+    if _refm is None:
+        os.makedirs(WORK, exist_ok=True)
+        so = os.path.join(WORK, "refm.so")
+        src = os.path.join(HERE, "refm.c")
+        if not os.path.exists(so) or os.path.getmtime(so) < os.path.getmtime(src):
+            run([CC, "-std=c11", "-O1", "-fno-builtin", "-fno-tree-vectorize", "-fno-fast-math", "-fPIC",
+                 "-shared", src, "-o", "%s.tmp%d" % (so, os.getpid()), "-lm"])
+            os.replace("%s.tmp%d" % (so, os.getpid()), so)
+        _refm = ctypes.CDLL(so)
+    fn = getattr(_refm, "nnk_ref_" + name)
+    dp = ctypes.POINTER(ctypes.c_double)
+
+    def f(*args):
+        xs = [np.ascontiguousarray(np.asarray(a, dtype=np.float64)) for a in args]
+        xs = list(np.broadcast_arrays(*xs)) if len(xs) > 1 else xs
+        xs = [np.ascontiguousarray(a) for a in xs]
+        y = np.empty(xs[0].shape, dtype=np.float64)
+        fn(*[a.ctypes.data_as(dp) for a in xs], y.ctypes.data_as(dp), ctypes.c_long(y.size))
+        return y
+    return f
+
+
+def cbrt_ref(x):
+    """Correctly rounded cube roots of float64 values: glibc's cbrt (within
+    an ulp), then the neighbour whose rounding interval holds x, decided in
+    exact rational arithmetic."""
+    import fractions
+    import math
+    x = np.asarray(x, dtype=np.float64)
+    r = libm("cbrt")(x)
+    out = r.copy()
+    for i, (v, c) in enumerate(zip(x.flat, r.flat)):
+        if v == 0 or not math.isfinite(v):
+            continue
+        a, c = abs(float(v)), abs(float(c))
+        X = fractions.Fraction(a)
+        while True:
+            lo = (fractions.Fraction(math.nextafter(c, 0)) + fractions.Fraction(c)) / 2
+            hi = (fractions.Fraction(c) + fractions.Fraction(math.nextafter(c, math.inf))) / 2
+            if lo ** 3 > X:
+                c = math.nextafter(c, 0)
+            elif hi ** 3 < X:
+                c = math.nextafter(c, math.inf)
+            else:
+                break
+        out.flat[i] = math.copysign(c, v)
+    return out
+
+
+def host_isa():
+    """The widest x86-64 vector extension of this machine, from /proc/cpuinfo:
+    "AVX-512", "AVX2" or "SSE2" (what -march=native, the JIT's target, uses)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE2"
+
+
+# the flags the JIT adds on gcc (runtime/jit_cpu.c): the code it runs on this machine
+NATIVE_CFLAGS = ["-march=native", "-fvect-cost-model=dynamic"]
+
+
+def load_native(path):
+    """`path` built as the JIT builds it on this machine (CFLAGS plus
+    -march=native; without the gcc-only cost model flag where the compiler
+    rejects it, as the JIT does)."""
+    try:
+        return load(path, cflags=CFLAGS + NATIVE_CFLAGS, tag="-native")
+    except RuntimeError:
+        return load(path, cflags=CFLAGS + NATIVE_CFLAGS[:1], tag="-native")
+
+
+def vector_math_calls(so):
+    """The libmvec functions (_ZGV*: glibc's vector math, whose error bounds
+    are not libm's) that a shared object calls."""
+    out = run(["nm", "-D", "--undefined-only", so]).stdout
+    return sorted({w for w in out.split() if w.startswith("_ZGV")})
+
+
 # ---- bf16 and f16 helpers -----------------------------------------------------
 
 def f32_to_bf16(x):
@@ -476,6 +568,7 @@ def main(module_globals, argv=None):
         pat = argv[1]
     tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
     tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
+    print("# host: %s (the JIT's -march=native code); %s %s" % (host_isa(), CC, " ".join(CFLAGS)), flush=True)
     # NNKCONF_SLICE=N: every Nth test only, the first included (a slice of
     # the suite for a stage that repeats it: the emulated suites under the
     # sanitizers, tests/run-all.sh); unset, empty or 1: every test

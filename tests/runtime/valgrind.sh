@@ -4,6 +4,14 @@
 : "${top_builddir:=.}"
 command -v valgrind >/dev/null 2>&1 || exit 77
 grep -q 'fsanitize' "$top_builddir/Makefile" 2>/dev/null && grep -q '^SAN_FLAGS = -f' "$top_builddir/Makefile" && exit 77
+# The JIT compiles for the host (-march=native); valgrind 3.19 cannot decode
+# AVX-512 (SIGILL in a JIT-compiled kernel), so on such a host the JIT
+# targets AVX2 here (NNK_JIT_MARCH, docs/runtime.md).
+if grep -q '^flags.* avx512f' /proc/cpuinfo 2>/dev/null; then
+    NNK_JIT_MARCH=${NNK_VALGRIND_MARCH:-x86-64-v3}
+    export NNK_JIT_MARCH
+    echo "valgrind: the host has AVX-512; the JIT targets $NNK_JIT_MARCH"
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-valgrind.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
