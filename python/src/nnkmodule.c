@@ -1141,7 +1141,8 @@ static PyObject *array_dlpack(ArrayObject *o, PyObject *args, PyObject *kwds)
 {
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device, &copy))
+    /* stream may come positionally from older consumers */
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OOO:__dlpack__", kwlist, &stream, &max_version, &dl_device, &copy))
         return NULL;
     int versioned = 0;
     if (max_version != Py_None) {
@@ -1168,6 +1169,12 @@ static PyObject *array_dlpack(ArrayObject *o, PyObject *args, PyObject *kwds)
     int want_copy = copy != Py_None && PyObject_IsTrue(copy) == 1;
     if (dev.device_type == kDLExtDev) {
         PyErr_SetString(PyExc_BufferError, "__dlpack__: this extension's memory has no DLPack device type");
+        return NULL;
+    }
+    if (o->readonly && !versioned && !want_copy) {
+        /* the classic capsule cannot say read-only: refuse, as numpy does */
+        PyErr_SetString(PyExc_BufferError, "__dlpack__: a read-only nnk.Array needs max_version >= (1, 0) (the "
+                                           "read-only flag) or copy=True");
         return NULL;
     }
     PyObject *src = (PyObject *)o;

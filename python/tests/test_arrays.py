@@ -134,6 +134,10 @@ def test_readonly_arrays(add):
     x.setflags(write=False)
     a = nnk.asarray(x)
     assert a.readonly
+    with pytest.raises(BufferError):
+        a.__dlpack__()                       # the classic capsule cannot say read-only
+    assert "versioned" in repr(a.__dlpack__(max_version=(1, 0)))
+    assert not a.to().readonly and "dltensor" in repr(a.to().__dlpack__())   # a copy is writable
     mv = memoryview(a)
     assert mv.readonly
     with pytest.raises(TypeError):
