@@ -14,6 +14,8 @@ a known bug in them is open, so that a campaign can look for others:
                 parameters of f16/bf16, reading an f16/bf16 output back
                 (issue 11 part 6)
   bool-minmax   max/min reducers of bool (issue 11 part 4)
+  inplace       (nnkfuzz.py) calls with an output in an input's memory
+                (issue 11 part 5)
 """
 import random
 
@@ -22,7 +24,7 @@ from model import (BINOPS, BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, IN
                    promote, reducer_type, unop_type)
 
 LEVEL = {"c": 0, "u": 1, "r": 2, "e": 3}
-AVOID_ALL = ("weak-select", "half-round", "bool-minmax")
+AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace")
 
 
 class Param:

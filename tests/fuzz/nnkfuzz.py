@@ -283,6 +283,40 @@ def check_program(mod, prog, seed, emu=False):
                 got = EMU_SEEN.pop() if EMU_SEEN else None
                 if got is not None:
                     compare(prog, name, got, ref, perts, "(CUDA on the emulation layer)", shape, raxes)
+            if trial == 0 and "inplace" not in AVOID:
+                in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng)
+
+
+AVOID = set(gen.AVOID_ALL)
+
+
+def in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng):
+    """The call again with a full-shape output in the memory of an input of
+    its type and shape (docs/c-backend.md: an output may be exactly an
+    input): the results must not change."""
+    k = prog.kernel
+    tensors = [i for i, p in enumerate(k.params) if p.tensor]
+    pairs = []
+    for oi, o in enumerate(k.outs):
+        if o.reduced:
+            continue
+        for pi in tensors:
+            p = k.params[pi]
+            if b.get(p.ty, p.ty) == b.get(o.ty, o.ty) and np.shape(args[pi]) == tuple(shape):
+                pairs.append((oi, pi))
+    if not pairs:
+        return
+    oi, pi = pairs[rng.integers(len(pairs))]
+    buf = np.ascontiguousarray(args[pi]).copy()
+    if getattr(args[pi], "_is_bf16", False):
+        buf = buf.view(C.BF16Array)
+    cargs = list(args)
+    cargs[pi] = buf
+    pre = [buf if j == oi else np.empty_like(np.asarray(x)) for j, x in enumerate(outs)]
+    got = kern(*cargs, out=pre, **kw)
+    got = list(got) if isinstance(got, tuple) else [got]
+    compare(prog, prog.instance_name(b), got, ref, perts, "(in place: output %s in input %s's memory)" % (
+        k.outs[oi].name, k.params[pi].name), shape, raxes)
 
 
 EMU_SEEN = []
@@ -415,17 +449,85 @@ def attach_emu(mod, emu_so):
     return orig_compare
 
 
+def _rename(x, old, new):
+    if isinstance(x, str):
+        return new + x[len(old):] if x.startswith(old) else x
+    if isinstance(x, tuple):
+        return tuple(_rename(i, old, new) for i in x)
+    if isinstance(x, list):
+        return [_rename(i, old, new) for i in x]
+    if isinstance(x, dict):
+        return {_rename(k, old, new): _rename(v, old, new) for k, v in x.items()}
+    return x
+
+
+def const_literal(v, t):
+    """A constant expression with the value v (a Python value of type t)."""
+    if t == "bool":
+        return ("bool", bool(v))
+    if M.is_int(t):
+        v = int(v)
+        if v > 2 ** 63 - 1:
+            return ("u64lit", v, 0)
+        return ("lit", v, 0) if v >= 0 else ("un", "-", ("lit", -v, 0))
+    v = float(v)
+    if v != v:
+        return ("bin", "/", ("lit", 0.0, 0), ("lit", 0.0, 0))
+    if v in (float("inf"), float("-inf")):
+        one = ("lit", 1.0, 0) if v > 0 else ("un", "-", ("lit", 1.0, 0))
+        return ("bin", "/", one, ("lit", 0.0, 0))
+    if v < 0 or (v == 0 and str(v).startswith("-")):
+        return ("un", "-", ("lit", -v, 0))
+    return ("lit", v, 0)
+
+
 def const_variant(prog, seed):
-    """An all-constant copy of an elementwise program: every tensor element,
-    scalar and idx replaced by constants of one element; the folder must
-    compute what the C code computes.  Returns (program, expected outputs) or None."""
-    return None
+    """An all-constant copy of a non-generic elementwise program: every
+    tensor and scalar parameter and idx replaced by typed consts of one
+    element's values, so that sema's constant folder computes every output;
+    checked against the oracle like any program."""
+    k = prog.kernel
+    if k.kind != "elementwise" or k.generics:
+        return None
+    rng = np.random.default_rng(seed)
+    d = _rename(gen.to_json(prog), prog.prefix, prog.prefix[:-1] + "c_")
+    q = gen.from_json(d)
+    subst = {}
+    for p in q.kernel.params:
+        sv, _ = scalar_value(p.ty, rng)
+        cname = "%sP%s" % (q.prefix, p.name)
+        q.consts[cname] = gen.Const(cname, p.ty, const_literal(sv, p.ty))
+        subst[("param", p.name)] = ("name", "const", cname)
+    iname = q.prefix + "IDX"
+    q.consts[iname] = gen.Const(iname, "i64", ("lit", int(rng.integers(0, 1 << 40)), 0))
+    subst["idx"] = ("name", "const", iname)
+
+    def sub(e):
+        if e[0] == "name" and (e[1], e[2]) in subst:
+            return subst[(e[1], e[2])]
+        if e[0] == "idx":
+            return subst["idx"]
+        for step, c in gen.children(e):
+            e = gen.replace_child(e, step, sub(c))
+        return e
+    for st in q.kernel.body:
+        st.expr = sub(st.expr)
+    return q
 
 
 class Batch:
-    def __init__(self, base_seed, index, n, avoid, size):
+    def __init__(self, base_seed, index, n, avoid, size, consts=0.3):
         self.seeds = [hash_seed(base_seed, index, i) for i in range(n)]
         self.progs = [gen.generate(s, "p%d_" % i, avoid, size) for i, s in enumerate(self.seeds)]
+        extra, eseeds = [], []
+        for p, s in zip(self.progs, self.seeds):
+            if (s >> 7) % 1000 < consts * 1000:
+                q = const_variant(p, s + 1)
+                if q is not None:
+                    extra.append(q)
+                    eseeds.append(s + 1)
+        self.progs += extra
+        self.seeds += eseeds
 
 
 def hash_seed(*parts):
@@ -452,6 +554,7 @@ def check_batch(progs, seeds, path, opt="-O2", emu=False):
             for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
                 out.append((i, k, m))
         return out or [(None, f.kind, f.msg)]
+    folded = unfolded_variants(path, progs)
     emu_so = None
     if emu:
         import emu_conformance as E
@@ -476,7 +579,31 @@ def check_batch(progs, seeds, path, opt="-O2", emu=False):
         return out
     if "error" in (res or {}):
         return [(None, "harness", res["error"])]
+    for i in folded:
+        res.setdefault(str(i), ["not-folded", "%s: an all-constant output is not a constant in --emit=ir" %
+                                progs[i].kernel.name])
     return [(int(i), k, m) for i, (k, m) in sorted(res.items(), key=lambda kv: int(kv[0]))]
+
+
+def unfolded_variants(path, progs):
+    """Indexes of the all-constant variants whose outputs --emit=ir does not
+    show as constants (the constant folder left something)."""
+    want = {p.kernel.name: i for i, p in enumerate(progs) if p.prefix.endswith("c_")}
+    if not want:
+        return []
+    ir = nnkc(["--emit=ir", path]).stdout
+    bad, cur, consts = set(), None, set()
+    for line in ir.splitlines():
+        if line.startswith("kernel "):
+            cur = line.split()[1]
+            consts = set()
+        elif cur in want:
+            t = line.strip()
+            if t.startswith("%") and t.endswith("[const]"):
+                consts.add(t.split()[0])
+            elif t.startswith("out ") and t.split("=")[1].split()[0] not in consts:
+                bad.add(want[cur])
+    return sorted(bad)
 
 
 def minimize_failure(prog, seed, kind, opt, emu, budget):
@@ -517,8 +644,10 @@ def run_cases(files, a):
 def campaign(a):
     os.makedirs(WORK, exist_ok=True)
     avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
+    AVOID.clear()
+    AVOID.update(avoid)
     t0 = time.time()
-    nprog = nfail = 0
+    nprog = nfail = nconst = 0
     bi = 0
     failures = []
     while True:
@@ -558,13 +687,14 @@ def campaign(a):
                 with open(os.path.join(a.out, "fail-%s-%s.json" % (kind, seed)), "w") as f:
                     json.dump(rec, f, indent=1)
         nprog += n
+        nconst += len(b.progs) - n
         bi += 1
         el = time.time() - t0
         if not a.quiet or bi % 20 == 0:
             print("# %d programs, %d failures, %.1fs, %.2f programs/s" % (nprog, nfail, el, nprog / el), flush=True)
     el = time.time() - t0
-    print("# nnkfuzz: seed %d: %d programs in %.1fs (%.2f programs/s), %d failures" % (
-        a.seed, nprog, el, nprog / max(el, 1e-9), nfail), flush=True)
+    print("# nnkfuzz: seed %d: %d programs (and %d all-constant variants) in %.1fs (%.2f programs/s), %d failures" % (
+        a.seed, nprog, nconst, el, nprog / max(el, 1e-9), nfail), flush=True)
     return 1 if nfail else 0
 
 
