@@ -201,8 +201,9 @@ def lmax(*ls):
 
 
 class Gen:
-    def __init__(self, rng, prefix, avoid=(), size=1.0):
+    def __init__(self, rng, prefix, avoid=(), size=1.0, tlist=()):
         self.r = rng
+        self.tlist = list(tlist)
         self.avoid = set(avoid)
         self.size = size
         self.p = Program(prefix)
@@ -467,7 +468,18 @@ class Gen:
         # instances to test; the default one is checked too (an eager front end)
         if k.generics:
             default = {g: CLASS_DEFAULT[c] for g, c in k.generics}
-            if self.chance(0.4):
+            combos = [{}]
+            for g, c in k.generics:
+                combos = [dict(b, **{g: t}) for b in combos for t in self.tlist if t in CLASSES[c]]
+            if self.tlist and combos:
+                # nnkc -T: every assignment of the listed types that fits
+                p.bindings = combos
+                if self.chance(0.3):
+                    b = {g: self.pick(CLASSES[c]) for g, c in k.generics}
+                    p.inst_lines = [b]
+                    if b not in p.bindings:
+                        p.bindings = p.bindings + [b]
+            elif self.chance(0.4) and not self.tlist:
                 p.bindings = [default]
             else:
                 bs = []
@@ -554,12 +566,13 @@ class Gen:
         return p
 
 
-def generate(seed, prefix, avoid=AVOID_ALL, size=1.0, kind=None):
-    """A program from seed (the same seed gives the same program)."""
+def generate(seed, prefix, avoid=AVOID_ALL, size=1.0, kind=None, tlist=()):
+    """A program from seed (the same seed gives the same program); tlist:
+    the types of nnkc -T for the file it goes in."""
     rng = random.Random(seed)
     for attempt in range(50):
         try:
-            g = Gen(rng, prefix, avoid, size)
+            g = Gen(rng, prefix, avoid, size, tlist)
             return g.program(kind)
         except (Invalid, RecursionError):
             continue

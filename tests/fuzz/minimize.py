@@ -51,6 +51,23 @@ def _calls(p, fname):
 
 def candidates(p):
     k = p.kernel
+    for n in list(p.consts):
+        if not _used(p, "const", n):
+            q = copy.deepcopy(p)
+            del q.consts[n]
+            yield q
+    for n in list(p.funcs):
+        if not _calls(p, n):
+            q = copy.deepcopy(p)
+            del q.funcs[n]
+            yield q
+    ntensors = sum(1 for x in k.params if x.tensor)
+    for x in k.params:
+        if _used(p, "param", x.name) or (x.tensor and ntensors < 2):
+            continue
+        q = copy.deepcopy(p)
+        q.kernel.params = [y for y in q.kernel.params if y.name != x.name]
+        yield q
     if len(p.bindings) > 1:
         for b in p.bindings:
             q = copy.deepcopy(p)
@@ -81,23 +98,6 @@ def candidates(p):
             if node[0] not in ("lit", "bool"):
                 for lit in LITS:
                     yield _set_expr(p, where, gen.at_path(e, path, lit))
-    for n in list(p.consts):
-        if not _used(p, "const", n):
-            q = copy.deepcopy(p)
-            del q.consts[n]
-            yield q
-    for n in list(p.funcs):
-        if not _calls(p, n):
-            q = copy.deepcopy(p)
-            del q.funcs[n]
-            yield q
-    ntensors = sum(1 for x in k.params if x.tensor)
-    for x in k.params:
-        if _used(p, "param", x.name) or (x.tensor and ntensors < 2):
-            continue
-        q = copy.deepcopy(p)
-        q.kernel.params = [y for y in q.kernel.params if y.name != x.name]
-        yield q
     for x in k.params:
         if x.default is not None:
             q = copy.deepcopy(p)

@@ -337,16 +337,18 @@ def nnkc(args, timeout=TIMEOUT):
     return p
 
 
-def build_c(path, opt):
+def build_c(path, opt, extra=()):
     base = os.path.splitext(path)[0]
     cfile = base + ".c"
-    nnkc(["-S", "--target=c", path, "-o", cfile])
+    nnkc(["-S", "--target=c"] + list(extra) + [path, "-o", cfile])
     so = base + ".so"
     # the conformance suite's flags, warnings kept but not errors: a
     # warning in generated code is a finding of its own (kind c-warning)
     flags = [f for f in C.CFLAGS if not f.startswith("-O") and f != "-Werror"] + [opt]
     try:
-        p = subprocess.run([C.CC] + flags + [cfile, "-o", so, "-lm"], stdout=subprocess.PIPE,
+        # -z defs: an undefined symbol (a prelude function never defined) is
+        # a link error here, not a failure to load
+        p = subprocess.run([C.CC] + flags + [cfile, "-o", so, "-lm", "-Wl,-z,defs"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     except subprocess.TimeoutExpired:
         raise Failure("timeout", "cc on the generated C")
@@ -518,7 +520,15 @@ def const_variant(prog, seed):
 class Batch:
     def __init__(self, base_seed, index, n, avoid, size, consts=0.3):
         self.seeds = [hash_seed(base_seed, index, i) for i in range(n)]
-        self.progs = [gen.generate(s, "p%d_" % i, avoid, size) for i, s in enumerate(self.seeds)]
+        # one batch in four is compiled with nnkc -T (two or three types)
+        h = hash_seed(base_seed, index, "T")
+        self.tlist = []
+        if h % 4 == 0:
+            types = list(M.SCALARS)
+            for j in range(2 + (h >> 3) % 2):
+                self.tlist.append(types.pop((h >> (5 + 4 * j)) % len(types)))
+        self.extra = ["-T", ",".join(self.tlist)] if self.tlist else []
+        self.progs = [gen.generate(s, "p%d_" % i, avoid, size, tlist=self.tlist) for i, s in enumerate(self.seeds)]
         extra, eseeds = [], []
         for p, s in zip(self.progs, self.seeds):
             if (s >> 7) % 1000 < consts * 1000:
@@ -540,18 +550,18 @@ def write_file(path, progs):
             f.write(p.render())
 
 
-def check_batch(progs, seeds, path, opt="-O2", emu=False):
+def check_batch(progs, seeds, path, opt="-O2", emu=False, extra=()):
     """Returns [(index or None, kind, message)]."""
     write_file(path, progs)
     try:
-        so, cfile = build_c(path, opt)
+        so, cfile = build_c(path, opt, extra)
     except Failure as f:
         if len(progs) == 1:
             return [(0, f.kind, f.msg)]
         # find the programs that fail alone
         out = []
         for i, (p, s) in enumerate(zip(progs, seeds)):
-            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu, extra):
                 out.append((i, k, m))
         return out or [(None, f.kind, f.msg)]
     folded = unfolded_variants(path, progs)
@@ -559,13 +569,13 @@ def check_batch(progs, seeds, path, opt="-O2", emu=False):
     if emu:
         import emu_conformance as E
         try:
-            emu_so = E.build_emu(path, [], cfile)
+            emu_so = E.build_emu(path, list(extra), cfile)
         except RuntimeError as e:
             if len(progs) == 1:
                 return [(0, "cuda-build", str(e)[-3000:])]
             out = []
             for i, (p, s) in enumerate(zip(progs, seeds)):
-                for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+                for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu, extra):
                     out.append((i, k, m))
             return out
     res = exec_batch(so, cfile, progs, seeds, emu_so)
@@ -574,7 +584,7 @@ def check_batch(progs, seeds, path, opt="-O2", emu=False):
             return [(0, res.kind, res.msg)]
         out = []
         for i, (p, s) in enumerate(zip(progs, seeds)):
-            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu):
+            for j, k, m in check_batch([p], [s], path[:-4] + "-%d.nnk" % i, opt, emu, extra):
                 out.append((i, k, m))
         return out
     if "error" in (res or {}):
@@ -606,12 +616,12 @@ def unfolded_variants(path, progs):
     return sorted(bad)
 
 
-def minimize_failure(prog, seed, kind, opt, emu, budget):
+def minimize_failure(prog, seed, kind, opt, emu, budget, extra=()):
     import minimize
     path = os.path.join(WORK, "min%d.nnk" % os.getpid())
 
     def fails(q):
-        return any(k == kind for _, k, _ in check_batch([q], [seed], path, opt, emu))
+        return any(k == kind for _, k, _ in check_batch([q], [seed], path, opt, emu, extra))
     small, tries = minimize.minimize(prog, fails, budget, log=lambda m: print(m, flush=True))
     return small
 
@@ -629,7 +639,8 @@ def run_cases(files, a):
         path = os.path.join(WORK, "case%d.nnk" % os.getpid())
         res = []
         for opt in ("-O0", "-O2"):
-            res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0")
+            res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0",
+                               extra=case.get("nnkc_args", []))
         name = os.path.basename(fn)
         if res:
             bad += 1
@@ -663,7 +674,7 @@ def campaign(a):
         # batch at the JIT's -O2, where the C compiler exploits undefined
         # behaviour and restrict
         opt = a.opt if a.opt else ("-O2" if bi % 4 == 3 else "-O0")
-        for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu):
+        for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu, b.extra):
             nfail += 1
             seed = b.seeds[i] if i is not None else None
             rec = {"batch": bi, "seed": seed, "kind": kind, "msg": msg,
@@ -677,8 +688,9 @@ def campaign(a):
                 rec["tree"] = gen.to_json(b.progs[i])
                 rec["cuda"] = emu
                 rec["opt"] = opt
+                rec["nnkc_args"] = b.extra
             if a.minimize and i is not None:
-                small = minimize_failure(b.progs[i], seed, kind, opt, emu, a.minimize_seconds)
+                small = minimize_failure(b.progs[i], seed, kind, opt, emu, a.minimize_seconds, b.extra)
                 rec["tree"] = gen.to_json(small)
                 rec["program"] = small.render()
                 print("# minimized:\n" + rec["program"], flush=True)
@@ -712,6 +724,7 @@ def main():
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--show", type=int, default=None)
     ap.add_argument("--case", nargs="*")
+    ap.add_argument("-T", default="", help="with --show: the types of nnkc -T")
     ap.add_argument("--minimize", action="store_true")
     ap.add_argument("--minimize-seconds", type=float, default=300)
     a = ap.parse_args()
@@ -719,7 +732,7 @@ def main():
         return run_cases(a.case, a)
     if a.show is not None:
         avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
-        sys.stdout.write(gen.generate(a.show, "p0_", avoid, a.size).render())
+        sys.stdout.write(gen.generate(a.show, "p0_", avoid, a.size, tlist=a.T.split(",") if a.T else ()).render())
         return 0
     if not a.count and not a.seconds:
         a.count = 200

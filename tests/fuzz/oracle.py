@@ -134,7 +134,7 @@ def _gamma(x):
         return math.copysign(math.inf, x)
     if x == math.inf:
         return x
-    if x < 0 and x == math.floor(x):
+    if x == -math.inf or (x < 0 and x == math.floor(x)):
         return math.nan
     try:
         return math.gamma(x)
