@@ -55,6 +55,16 @@ def test_dtype_errors(add):
         add(np.array([object()] * 3), x)
 
 
+def test_generic_body_refuses_dtype():
+    """A generic kernel whose body cannot take the dtype a call binds (the
+    runtime instantiates it lazily) is DTypeError with the diagnostic."""
+    f = nnk.jiterator._create_jit_fn("elementwise low<T>(x: T[]) -> (y: T[]) { y = x & 1; }")
+    assert f(np.arange(4, dtype=np.int32)).tolist() == [0, 1, 0, 1]
+    with pytest.raises(nnk.DTypeError) as e:
+        f(np.ones(4, np.float32))
+    assert e.value.status == "NNK_EDTYPE" and "integer" in str(e.value) and "^" in str(e.value)
+
+
 def test_unsupported_layouts(add):
     raw = np.zeros(16, np.uint8)
     odd = np.ndarray((3,), dtype=np.float32, buffer=raw, offset=1, strides=(5,))
