@@ -1028,6 +1028,15 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         emit_nodes(&ac, sel, done, "", &pro);
     }
     need_free(&ind);
+    {
+        /* the element loop's index i, unused when the arguments read no
+         * tensor, no idx and no position (sum(1.5)) */
+        bool uses_i = has_arg || nd.idx || cache.node >= 0;
+        for (int op = 0; op < k->nloads; op++)
+            uses_i |= nd.loads[op] != 0;
+        if (!uses_i)
+            buf_puts(&cbody, "(void)i;\n");
+    }
     elem_code(g, &nd, M_ROW_CONTIG, &cbody);
     buf_puts(&cbody, upd.data ? upd.data : "");
     elem_code(g, &nd, M_ROW_STRIDED, &sbody);
@@ -1134,8 +1143,8 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         buf_puts(&cstep, "ib += rsi;\n");
         buf_printf(&creload, "ib = ps->ib + it->off[%d];\n", IDX);
     }
-    if (!crow.len)
-        buf_puts(&crow, "(void)last;\n");
+    if (!crow.len) /* a reducer of no tensor (sum(1.5)): nothing to read */
+        buf_puts(&crow, "(void)last;\n(void)ps;\n");
     if (!cstep.len)
         buf_puts(&cstep, "(void)0;\n");
     tset(P, "crow_step", bufstr(g->c, &cstep));
@@ -1153,6 +1162,8 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     tset(P, "merge_prologue", custom ? "" : "(void)p;");
     tset(P, "merge_lanes", bufstr(g->c, &merge));
     tset(P, "final_code", bufstr(g->c, &final));
+    if (!ptrs.len) /* a reducer of no tensor (sum(1.5)) reads no segment */
+        buf_puts(&pro, "(void)ps;\n");
     tset(P, "leaf_prologue", bufstr(g->c, &pro));
     tset(P, "lane_decls", bufstr(g->c, &lanes));
     tset(P, "seg_ptrs", bufstr(g->c, &ptrs));

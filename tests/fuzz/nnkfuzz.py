@@ -637,6 +637,8 @@ def run_cases(files, a):
             case = json.load(f)
         prog = gen.from_json(case["tree"])
         path = os.path.join(WORK, "case%d.nnk" % os.getpid())
+        global WARNINGS
+        WARNINGS = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
         res = []
         for opt in ("-O0", "-O2"):
             res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0",
