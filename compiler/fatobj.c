@@ -1,6 +1,7 @@
 /* fatobj.c - fat objects (nnkc -c): one relocatable object with the CPU
  * code, the CUDA code of every instance as a fatbin (SASS per requested
- * arch plus PTX of the newest for later GPUs, from nvcc -fatbin), and two
+ * architecture family plus PTX of the newest for later GPUs, from one nvcc
+ * -fatbin), and two
  * more entry points per instance:
  *
  *   int NAME_cuda(<the contiguous entry's parameters>, void *stream)
@@ -266,9 +267,22 @@ unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptio
             if (!a[i].variant)
                 ptx = i;
         for (int i = 0; i < na; i++) {
+            /* SASS once per architecture family: the SASS of X.y runs on
+             * every X.z with z >= y, so sm_86 next to sm_80 adds nothing
+             * (arch-specific variants are kept; the PTX of the newest is) */
+            bool covered = false;
+            for (int j = 0; j < na; j++)
+                covered |= !a[i].variant && !a[j].variant && a[j].num / 10 == a[i].num / 10 && a[j].num < a[i].num;
             const char *v = a[i].variant == 'a' ? "a" : a[i].variant == 'f' ? "f" : "";
-            char *g = i == ptx ? arena_printf(c->arena, "arch=compute_%d,code=[sm_%d,compute_%d]", a[i].num, a[i].num, a[i].num)
-                               : arena_printf(c->arena, "arch=compute_%d%s,code=sm_%d%s", a[i].num, v, a[i].num, v);
+            char *g;
+            if (i == ptx)
+                g = covered ? arena_printf(c->arena, "arch=compute_%d,code=compute_%d", a[i].num, a[i].num)
+                            : arena_printf(c->arena, "arch=compute_%d,code=[sm_%d,compute_%d]", a[i].num, a[i].num,
+                                           a[i].num);
+            else if (covered)
+                continue;
+            else
+                g = arena_printf(c->arena, "arch=compute_%d%s,code=sm_%d%s", a[i].num, v, a[i].num, v);
             argv[n++] = (char *)"-gencode";
             argv[n++] = g;
         }

@@ -98,6 +98,9 @@ else
 fi
 "$nnkc" -c "$k" -o "$tmp/one.o" --cuda-arch=86 || bad "--cuda-arch=86 failed"
 expect_archs "$tmp/one.o" "elf sm_86 ptx sm_86" "--cuda-arch=86"
+# SASS once per family: sm_80's runs on 8.6 and 8.9; the PTX is the newest's
+"$nnkc" -c "$k" -o "$tmp/fam.o" --cuda-arch=sm_89,sm_80,sm_86 || bad "--cuda-arch=sm_89,sm_80,sm_86 failed"
+expect_archs "$tmp/fam.o" "elf sm_80 ptx sm_89" "--cuda-arch=sm_89,sm_80,sm_86"
 echo "fatobj-check: fat objects built in $(( $(date +%s) - start ))s"
 
 # the header: C and C++
