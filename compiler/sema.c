@@ -1335,6 +1335,53 @@ static void declare_globals(Compiler *c)
     }
 }
 
+/* Whether a kernel named `j` would define a C symbol of kernel `k`:
+ * j is k followed by "_" and type names (an instance name of k when it has
+ * that many type variables, counting j's own), or by an instance name and
+ * one of the entry points' suffixes (_strided, _cuda, _run). */
+static bool kernel_symbols_clash(const Item *k, const Item *j, const char **what)
+{
+    size_t n = strlen(k->name);
+    if (strncmp(j->name, k->name, n) != 0 || j->name[n] != '_')
+        return false;
+    int ntypes = 0;
+    const char *suffix = NULL;
+    for (const char *p = j->name + n + 1; *p;) {
+        const char *e = strchr(p, '_');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (type_lookup(p, len) != T_NONE && !suffix)
+            ntypes++;
+        else if (!e && (strncmp(p, "strided", len) == 0 || strncmp(p, "cuda", len) == 0 ||
+                        strncmp(p, "run", len) == 0) && len > 2)
+            suffix = p;
+        else
+            return false;
+        p = e ? e + 1 : p + len;
+    }
+    if (suffix) {
+        *what = suffix;
+        return ntypes == k->generics.n && j->generics.n == 0;
+    }
+    *what = NULL;
+    return ntypes > 0 && ntypes + j->generics.n == k->generics.n;
+}
+
+/* Kernel names are C symbols, with their instances' and entry points'
+ * names derived from them: two kernels must not derive the same one. */
+static void check_kernel_symbols(Compiler *c)
+{
+    for (int a = 0; a < c->kernels.n; a++)
+        for (int b = 0; b < c->kernels.n; b++) {
+            Item *k = c->kernels.items[a], *j = c->kernels.items[b];
+            const char *what;
+            if (a == b || !kernel_symbols_clash(k, j, &what))
+                continue;
+            diag_error(c, j->name_range, "kernel name '%s' is also the C name of %s of kernel '%s'", j->name,
+                       what ? "an entry point" : "an instance", k->name);
+            diag_note(c, k->name_range, "'%s' is defined here", k->name);
+        }
+}
+
 /* instantiate lines: resolve each request against its kernel. */
 static void collect_requests(Compiler *c)
 {
@@ -1418,6 +1465,7 @@ bool sema_load(Compiler *c, const char *path, const char *text, size_t len)
         Item *k = c->kernels.items[i];
         k->state = check_kernel_header(c, k) ? 2 : -1;
     }
+    check_kernel_symbols(c);
     collect_requests(c);
     return c->nerrors == 0;
 }
