@@ -77,14 +77,17 @@ static int split_words(const char *s, char **copy, char **argv, int cap)
 
 /* Runs argv (spawn.c: the host's SIGCHLD cannot take its status; killed
  * after NNK_COMPILE_TIMEOUT), its stdout and stderr into out.  Returns
- * the exit status (0 = success), or -1 with an NNK_ECOMPILE error set. */
+ * the exit status (0 = success), or -1 with an NNK_ECOMPILE error set
+ * (RUN_ENOMEM: NNK_ENOMEM). */
+enum { RUN_ENOMEM = -2 };
+#define RUN_STATUS(st) ((st) == RUN_ENOMEM ? NNK_ENOMEM : NNK_ECOMPILE)
 static int run(char *const *argv, rt_str *out)
 {
     enum { CAP = 65536 };
     char *buf = malloc(CAP);
     if (!buf) {
         rt_error(NNK_ENOMEM, "out of memory running the C compiler");
-        return -1;
+        return RUN_ENOMEM;
     }
     NnkcTool t = {.out = buf, .outcap = CAP, .timeout_ms = nnkc_tool_timeout_ms()};
     int st = nnkc_tool_run(argv, &t);
@@ -201,7 +204,7 @@ static nnk_status compiler_identity(const char *cc)
         probe_host_flags(argv, n, &out, &flags);
     free(copy);
     if (st != 0) {
-        nnk_status s = st < 0 ? rt_error_prefix(NNK_ECOMPILE, "JIT")
+        nnk_status s = st < 0 ? rt_error_prefix(RUN_STATUS(st), "JIT")
                               : rt_error(NNK_ECOMPILE, "the C compiler '%s' does not answer --version (exit %d): %s", cc,
                                          st, out.s ? out.s : "");
         rt_str_free(&out);
@@ -259,7 +262,7 @@ static nnk_status compile(const char *cc, const char *flags, const char *source,
         rt_str out = {0};
         int st = run(argv, &out);
         if (st < 0)
-            s = rt_error_prefix(NNK_ECOMPILE, "JIT");
+            s = rt_error_prefix(RUN_STATUS(st), "JIT");
         else if (st > 0)
             s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags, st,
                          out.s ? out.s : "(no output)");

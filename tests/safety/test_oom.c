@@ -5,7 +5,8 @@
  * allocation the runtime and the compiler make goes through the wrappers
  * here.  A first run of the scenario (compile a module -> arrays -> launch
  * an elementwise and a reduction kernel -> a jit function -> free ->
- * nnk_shutdown) counts its allocations, T; then for every N in 1..T a
+ * nnk_shutdown; also a module with an error, contexts, views and copies)
+ * counts its allocations, T; then for every N in 1..T a
  * child process fails the N-th allocation and checks that
  *   - every call returns NNK_OK or NNK_ENOMEM, and an NNK_OK result is
  *     right (a failure nobody reports is as bad as a crash);
@@ -173,17 +174,39 @@ typedef struct outcome {
 static void scenario(outcome *o)
 {
     o->status = NNK_OK;
-    nnk_module *m = NULL;
+    nnk_module *m = NULL, *bad = NULL;
+    nnk_context *ctx = NULL, *ctx2 = NULL;
+    nnk_array *vs = NULL, *vt = NULL, *vr = NULL, *vb = NULL;
     nnk_kernel *k;
     nnk_array *x = NULL, *y = NULL, *z = NULL, *s = NULL, *h = NULL, *w = NULL;
     nnk_args *a = NULL;
     nnk_jit_fn *fn = NULL;
     float v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, r[8];
     const int64_t shape[] = {2, 4};
-    STEP(nnk_module_compile(NULL, module_src, "opt_level=1", &m));
+    /* a module with an error: its diagnostics, or out of memory */
+    nnk_status sb = nnk_module_compile(NULL, "elementwise f(x: f32[]) -> (y: f32[]) { y = x + nope; }", NULL, &bad);
+    STEP(sb == NNK_ECOMPILE ? NNK_OK : sb);
+    CHECK(sb == NNK_ECOMPILE && strstr(nnk_last_error(), "nope") && strstr(nnk_last_error(), "^"));
+    STEP(nnk_get_extension_context("cpu", "device_id=0", &ctx));
+    STEP(nnk_context_clone(ctx, &ctx2));
+    STEP(nnk_module_compile(ctx2, module_src, "opt_level=1", &m));
     STEP(nnk_array_from_host(NULL, NNK_F32, 2, shape, v, &x));
     STEP(nnk_array_zeros(NULL, NNK_F32, 2, shape, &y));
+    /* views and copies: y[:, 1:3] = x.T reshaped */
+    nnk_slice sl[] = {{NNK_SLICE_NONE, NNK_SLICE_NONE, 1}, {1, 3, 1}};
+    STEP(nnk_array_slice(y, 2, sl, &vs));
+    STEP(nnk_array_transpose(x, &vt));
+    STEP(nnk_array_reshape(vs, 1, (int64_t[]){4}, &vr) == NNK_ESHAPE ? NNK_OK : NNK_EINTERNAL);
+    STEP(nnk_array_broadcast_to(vs, 3, (int64_t[]){3, 2, 2}, &vb));
+    nnk_slice sx[] = {{NNK_SLICE_NONE, NNK_SLICE_NONE, 1}, {0, 2, 1}};
+    nnk_array_free(vr);
+    vr = NULL;
+    STEP(nnk_array_slice(x, 2, sx, &vr));
+    STEP(nnk_array_copy(vs, vt) == NNK_ESHAPE ? nnk_array_copy(vs, vr) : NNK_EINTERNAL);
+    STEP(nnk_array_to_host(y, NNK_F32, r, sizeof r));
+    CHECK(r[1] == 1 && r[2] == 2 && r[5] == 5 && r[6] == 6 && r[0] == 0 && r[7] == 0);
     STEP(nnk_args_new(&a));
+    STEP(nnk_args_context(a, ctx));
     STEP(nnk_module_kernel(m, "axpy", &k));
     STEP(nnk_args_f64(a, 2));
     STEP(nnk_args_array(a, x));
@@ -208,6 +231,13 @@ static void scenario(outcome *o)
     STEP(nnk_array_to_host(w, NNK_F32, r, sizeof r));
     CHECK(r[1] == 6 && r[7] == 24 && nnk_array_dtype(w) == NNK_F16);
 out:
+    nnk_array_free(vb);
+    nnk_array_free(vr);
+    nnk_array_free(vt);
+    nnk_array_free(vs);
+    nnk_context_free(ctx2);
+    nnk_context_free(ctx);
+    nnk_module_free(bad);
     nnk_array_free(w);
     nnk_array_free(h);
     nnk_jit_fn_free(fn);
