@@ -1251,10 +1251,10 @@ static void load_import(Compiler *c, Item *imp)
         buf_free(&b);
         return;
     }
-    char *rp = realpath(found, NULL);
+    char rpbuf[PATH_MAX]; /* not realpath's malloc: intern may bail out (nnkc_oom) */
+    const char *rp = realpath(found, rpbuf);
     bool rp_ok = rp != NULL;
     const char *key = intern(c->strings, rp ? rp : found, strlen(rp ? rp : found));
-    free(rp);
     for (int i = 0; i < c->import_stack.n; i++) {
         SourceFile *s = c->import_stack.items[i];
         if (s->realpath != key)

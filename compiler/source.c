@@ -15,9 +15,9 @@ SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t l
     f->path = arena_strdup(c->arena, path);
     const char *slash = strrchr(path, '/');
     f->dir = slash ? arena_strndup(c->arena, path, (size_t)(slash - path) + 1) : "";
-    char *rp = realpath(path, NULL);
+    char rpbuf[PATH_MAX]; /* not realpath's malloc: intern may bail out (nnkc_oom) */
+    const char *rp = realpath(path, rpbuf);
     f->realpath = rp ? intern(c->strings, rp, strlen(rp)) : intern(c->strings, path, strlen(path));
-    free(rp);
     /* One extra NUL so the lexer can always read one byte past the end. */
     f->text = arena_alloc(c->arena, len + 1);
     memcpy(f->text, text, len);
@@ -80,7 +80,9 @@ SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, con
         got += (size_t)r;
     }
     close(fd);
-    if (!text || got != (size_t)st.st_size) {
+    if (!text)
+        nnkc_oom();
+    if (got != (size_t)st.st_size) {
         free(text);
         *why = !text ? "out of memory" : got > (size_t)st.st_size ? "its size is not known (it changes as it is read)"
                                                                    : "a short read";
