@@ -337,7 +337,14 @@ static bool compile_object(Arena *ar, const char *csrc, size_t len, const char *
     return true;
 }
 
-/* make syntax: spaces and '#' escaped, '$' doubled. */
+/* make syntax: spaces and '#' escaped, '$' doubled.  make has no escape
+ * for a newline (it would end the rule and let the rest of the name be
+ * another one): write_depfile refuses such names. */
+static bool dep_name_ok(const char *s)
+{
+    return !strpbrk(s, "\n\r");
+}
+
 static void dep_escape(Buf *b, const char *s)
 {
     for (; *s; s++) {
@@ -359,8 +366,17 @@ static bool write_depfile(Compiler *c, const Args *a, const char *input, const c
         size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - o) : strlen(o);
         path = arena_printf(ar, "%.*s.d", (int)n, o);
     }
+    const char *target = a->dep_target ? a->dep_target : (output ? output : "-");
+    bool names_ok = dep_name_ok(target) && dep_name_ok(input) && (!a->header || dep_name_ok(a->header));
+    for (int i = 0; i < c->imports.n; i++)
+        names_ok &= dep_name_ok(((SourceFile *)c->imports.items[i])->path);
+    if (!names_ok) {
+        fprintf(stderr, "nnkc: error: cannot write the depfile %s: a file name holds a newline, which make cannot read\n",
+                path);
+        return false;
+    }
     Buf b = {0};
-    dep_escape(&b, a->dep_target ? a->dep_target : (output ? output : "-"));
+    dep_escape(&b, target);
     if (a->header && !a->dep_target) {
         buf_puts(&b, " ");
         dep_escape(&b, a->header);

@@ -5,7 +5,8 @@
 # code: `nnkc -c 'a*/ int robust_injected = 42; /*k.nnk'` once defined
 # robust_injected.  Every output kind, with names holding */, /*, a
 # newline, a backslash and bytes outside ASCII, must compile with
-# -Wall -Werror (-Wcomment) and define nothing but the kernel.
+# -Wall -Werror (-Wcomment) and define nothing but the kernel.  Make
+# depfiles (-MD) escape what make can read back and refuse newlines.
 set -u
 top_builddir=${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}
 nnkc=$top_builddir/nnkc
@@ -40,5 +41,19 @@ for name in 'a*/ int robust_injected = 42; /*k.nnk' "$(printf 'x\n int robust_in
         echo "FAIL name $n: nnkc -S code defines robust_injected"; fail=1
     fi
 done
-[ $fail = 0 ] && echo "ok: $n hostile file names, every output kind"
+# Depfiles (-MD) are make syntax: a name with '$', '#', spaces is escaped
+# (make reads the rule back), a name with a newline is refused.
+dn="$tmp/d \$x #1.nnk"
+printf 'elementwise kd(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$dn"
+if ! "$nnkc" -S -MD "$dn" -o "$tmp/d.c" -MF "$tmp/d.d" -MT "t" 2>"$tmp/err" ||
+    ! printf 't:\n\t$(info $^)\ninclude %s\n' "$tmp/d.d" >"$tmp/mk" ||
+    [ "$(make -s -f "$tmp/mk" 2>&1)" != "$dn" ]; then
+    echo "FAIL the depfile of '$dn' does not read back in make:"; cat "$tmp/d.d" "$tmp/err"; fail=1
+fi
+nl="$tmp/$(printf 'n\nevil: ; touch pwn\n.nnk')"
+printf 'elementwise kn(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$nl"
+if "$nnkc" -S -MD "$nl" -o "$tmp/n.c" -MF "$tmp/n.d" 2>/dev/null || [ -e "$tmp/n.d" ]; then
+    echo "FAIL a depfile was written for a file name with a newline (a make rule injected)"; fail=1
+fi
+[ $fail = 0 ] && echo "ok: $n hostile file names, every output kind; depfiles"
 exit $fail
