@@ -10,9 +10,8 @@
  * sees it (waitpid(-1, ...) without __WALL ignores it); it keeps that
  * exit signal because it never execs (the kernel resets it to SIGCHLD
  * for a process that does).  The waiter starts the tool, waits for it and
- * exits with its status.  A pidfd (CLONE_PIDFD) tells when the waiter
- * ends, so the wait has a deadline without polling; on a kernel without
- * pidfds it polls.
+ * writes its status on a pipe; the pipe's end of file says the waiter is
+ * gone, so the wait is a poll() with a deadline.
  *
  * The waiter and the tool are copies of the calling thread (no CLONE_VM)
  * and run only raw system calls until execve: other threads may hold
@@ -42,10 +41,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
 
 extern char **environ;
 
@@ -82,6 +77,9 @@ static bool find_program(const char *name, char *out, size_t n)
     }
 }
 
+/* Messages on the status pipe: {kind, value}. */
+enum { MSG_EXEC_FAILED = 1, MSG_STATUS = 2 };
+
 /* The kernel's struct sigaction, for the raw system call (the handler
  * is its first member on the architectures glibc's layout matches). */
 struct ksigaction {
@@ -111,23 +109,25 @@ tool(const char *path, char *const *argv, int in, int out, int err_pipe, const s
     if (out >= 0)
         ok = ok && raw(SYS_dup3, out, 1, 0, 0) == 1 && raw(SYS_dup3, out, 2, 0, 0) == 2;
     raw(SYS_rt_sigprocmask, SIG_SETMASK, (long)mask, 0, 8);
-    int e = EBADF;
+    int msg[2] = {MSG_EXEC_FAILED, EBADF};
     if (ok) {
         raw(SYS_execve, (long)path, (long)argv, (long)environ, 0);
-        e = errno;
+        msg[1] = errno;
     }
-    raw(SYS_write, err_pipe, (long)&e, sizeof e, 0);
+    raw(SYS_write, err_pipe, (long)msg, sizeof msg, 0);
     raw(SYS_exit_group, 127, 0, 0, 0);
 }
 
 /* The private waiter: a clone child with no exit signal (it never execs,
  * so the kernel keeps it that way), in a process group of its own, with
- * SIGCHLD at the default.  It starts the tool, waits for it and exits with
- * its status; raw system calls only. */
+ * SIGCHLD at the default.  It starts the tool, waits for it and sends its
+ * status on the status pipe, whose end of file then says the waiter is
+ * gone.  (Not its exit status: under valgrind a copy of a process exits
+ * through valgrind's leak check.)  Raw system calls only. */
 __attribute__((noinline, no_sanitize("address", "thread", "undefined"))) static void
 waiter(const char *path, char *const *argv, const int *fds, const sigset_t *mask)
 {
-    /* fds: in, out, err_pipe, then the caller's ends to close here */
+    /* fds: in, out, the status pipe, then the caller's ends to close here */
     raw(SYS_setpgid, 0, 0, 0, 0);
     struct ksigaction dfl = {0};
     raw(SYS_rt_sigaction, SIGCHLD, (long)&dfl, 0, 8);
@@ -137,19 +137,19 @@ waiter(const char *path, char *const *argv, const int *fds, const sigset_t *mask
     long pid = raw(SYS_clone, SIGCHLD, 0, 0, 0);
     if (pid == 0)
         tool(path, argv, fds[0], fds[1], fds[2], mask);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)
             raw(SYS_close, fds[i], 0, 0, 0);
-    int st = 0;
-    long code = 127;
+    int st = 0, msg[2] = {MSG_STATUS, 127};
     if (pid > 0) {
         long w;
         while ((w = raw(SYS_wait4, pid, (long)&st, 0, 0)) < 0 && errno == EINTR)
             ;
         if (w == pid)
-            code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+            msg[1] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     }
-    raw(SYS_exit_group, code & 255, 0, 0, 0);
+    raw(SYS_write, fds[2], (long)msg, sizeof msg, 0);
+    raw(SYS_exit_group, 0, 0, 0, 0);
 }
 
 /* An fd at 3 or above (0, 1 and 2 are the child's), close-on-exec. */
@@ -167,6 +167,18 @@ static long now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Appends to t->out what fits (the rest of a long log is dropped). */
+static void keep_output(NnkcTool *t, const char *buf, size_t n)
+{
+    if (t->outcap < 2 || t->outlen >= t->outcap - 1)
+        return;
+    if (n > t->outcap - 1 - t->outlen)
+        n = t->outcap - 1 - t->outlen;
+    memcpy(t->out + t->outlen, buf, n);
+    t->outlen += n;
+    t->out[t->outlen] = 0;
 }
 
 static void kill_tree(pid_t pid)
@@ -187,7 +199,7 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
         t->err = ENOENT;
         return -1;
     }
-    int in = -1, feed = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    int in = -1, feed = -1, outp[2] = {-1, -1}, stp[2] = {-1, -1};
     bool capture = t->out != NULL;
     if (t->in) {
         int sv[2];
@@ -200,22 +212,17 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
     feed = high_fd(feed);
     if (capture && pipe2(outp, O_CLOEXEC) == 0)
         outp[0] = high_fd(outp[0]), outp[1] = high_fd(outp[1]);
-    if (pipe2(errp, O_CLOEXEC) == 0)
-        errp[0] = high_fd(errp[0]), errp[1] = high_fd(errp[1]);
+    if (pipe2(stp, O_CLOEXEC) == 0)
+        stp[0] = high_fd(stp[0]), stp[1] = high_fd(stp[1]);
     pid_t pid = -1;
-    int pidfd = -1;
-    if (in >= 0 && (!t->in || feed >= 0) && (!capture || (outp[0] >= 0 && outp[1] >= 0)) && errp[0] >= 0 &&
-        errp[1] >= 0) {
+    if (in >= 0 && (!t->in || feed >= 0) && (!capture || (outp[0] >= 0 && outp[1] >= 0)) && stp[0] >= 0 &&
+        stp[1] >= 0) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid = (pid_t)syscall(SYS_clone, (unsigned long)CLONE_PIDFD, 0L, &pidfd, 0L, 0L);
-        if (pid < 0 && errno == EINVAL) { /* a kernel without pidfds */
-            pidfd = -1;
-            pid = (pid_t)syscall(SYS_clone, 0UL, 0L, 0L, 0L, 0L);
-        }
+        pid = (pid_t)syscall(SYS_clone, 0UL, 0L, 0L, 0L, 0L); /* exit signal 0 */
         if (pid == 0) {
-            int fds[6] = {in, capture ? outp[1] : -1, errp[1], feed, outp[0], errp[0]};
+            int fds[6] = {in, capture ? outp[1] : -1, stp[1], feed, outp[0], stp[0]};
             waiter(path, argv, fds, &old);
         }
         if (pid < 0)
@@ -224,62 +231,34 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
     } else {
         t->err = errno ? errno : EMFILE;
     }
-    close(in);
+    if (in >= 0)
+        close(in);
     if (outp[1] >= 0)
         close(outp[1]);
-    if (errp[1] >= 0)
-        close(errp[1]);
+    if (stp[1] >= 0)
+        close(stp[1]);
     if (pid < 0) {
         if (feed >= 0)
             close(feed);
         if (outp[0] >= 0)
             close(outp[0]);
-        if (errp[0] >= 0)
-            close(errp[0]);
-        return -1;
-    }
-    /* execve failed: the child wrote its errno before exiting */
-    int e = 0;
-    ssize_t r;
-    while ((r = read(errp[0], &e, sizeof e)) < 0 && errno == EINTR)
-        ;
-    close(errp[0]);
-    if (r == (ssize_t)sizeof e) {
-        int st;
-        while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
-            ;
-        if (feed >= 0)
-            close(feed);
-        if (outp[0] >= 0)
-            close(outp[0]);
-        if (pidfd >= 0)
-            close(pidfd);
-        t->err = e;
+        if (stp[0] >= 0)
+            close(stp[0]);
         return -1;
     }
 
     long deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
     size_t fed = 0;
-    int status = 0;
-    bool exited = false;
-    for (;;) {
+    int msg[2], got_msg = 0, status = -1, exec_err = 0;
+    while (stp[0] >= 0) {
         struct pollfd p[3];
-        int n = 0, ifeed = -1, iout = -1, ipid = -1;
+        int n = 0, ifeed = -1, iout = -1, ist = -1;
         if (feed >= 0)
             p[ifeed = n++] = (struct pollfd){.fd = feed, .events = POLLOUT};
         if (outp[0] >= 0)
             p[iout = n++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-        if (!exited && pidfd >= 0 && feed < 0 && outp[0] < 0)
-            p[ipid = n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-        if (!exited && feed < 0 && outp[0] < 0) {
-            pid_t w = waitpid(pid, &status, WNOHANG | __WCLONE);
-            if (w == pid || (w < 0 && errno != EINTR)) {
-                exited = true; /* ECHILD: a host waiting with __WALL took it (status unknown) */
-                if (w < 0)
-                    status = 0x7f00; /* exit 127 */
-                break;
-            }
-        }
+        if (stp[0] >= 0)
+            p[ist = n++] = (struct pollfd){.fd = stp[0], .events = POLLIN};
         int wait = -1;
         if (deadline) {
             long left = deadline - now_ms();
@@ -290,8 +269,6 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
             }
             wait = left > INT_MAX ? INT_MAX : (int)left;
         }
-        if (ipid < 0 && feed < 0 && outp[0] < 0) /* no pidfd: poll the status */
-            wait = wait < 0 || wait > 5 ? 5 : wait;
         int k = poll(p, (nfds_t)n, wait);
         if (k < 0 && errno != EINTR)
             break;
@@ -308,35 +285,56 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
         }
         if (iout >= 0 && p[iout].revents) {
             char buf[4096];
-            ssize_t got = read(outp[0], buf, sizeof buf);
-            if (got > 0 && t->outcap > 1) {
-                size_t take = (size_t)got;
-                if (take > t->outcap - 1 - t->outlen)
-                    take = t->outcap - 1 - t->outlen;
-                memcpy(t->out + t->outlen, buf, take);
-                t->outlen += take;
-                t->out[t->outlen] = 0;
-            }
-            if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+            ssize_t r = read(outp[0], buf, sizeof buf);
+            if (r > 0)
+                keep_output(t, buf, (size_t)r);
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
                 close(outp[0]);
                 outp[0] = -1;
             }
         }
+        if (ist >= 0 && p[ist].revents) {
+            ssize_t r = read(stp[0], (char *)msg + got_msg, sizeof msg - (size_t)got_msg);
+            if (r > 0 && (got_msg += (int)r) == (int)sizeof msg) {
+                got_msg = 0;
+                if (msg[0] == MSG_EXEC_FAILED)
+                    exec_err = msg[1];
+                else if (msg[0] == MSG_STATUS)
+                    status = msg[1];
+            }
+            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(stp[0]); /* the waiter is gone */
+                stp[0] = -1;
+            }
+        }
+    }
+    /* the tool has ended: what it wrote is in the pipe (a child of its
+     * own that keeps the pipe open is not waited for) */
+    if (outp[0] >= 0 && !t->timed_out && fcntl(outp[0], F_SETFL, O_NONBLOCK) == 0) {
+        char buf[4096];
+        ssize_t r;
+        while ((r = read(outp[0], buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+            if (r > 0)
+                keep_output(t, buf, (size_t)r);
     }
     if (feed >= 0)
         close(feed);
     if (outp[0] >= 0)
         close(outp[0]);
-    if (!exited) {
-        pid_t w;
-        while ((w = waitpid(pid, &status, __WCLONE)) < 0 && errno == EINTR)
-            ;
-        if (w < 0)
-            status = 0x7f00;
-    }
-    if (pidfd >= 0)
-        close(pidfd);
+    if (stp[0] >= 0)
+        close(stp[0]);
+    int ws;
+    while (waitpid(pid, &ws, __WCLONE) < 0 && errno == EINTR)
+        ;
     if (t->timed_out)
         return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (exec_err) {
+        t->err = exec_err;
+        return -1;
+    }
+    if (status < 0) {
+        t->err = ECHILD; /* the waiter died without a word (killed from outside) */
+        return -1;
+    }
+    return status;
 }

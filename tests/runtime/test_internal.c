@@ -2,6 +2,7 @@
  * the FIPS 180-4 / NIST vectors, the kw parser, the allocator's size
  * classes, the cache entry trailer. */
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nnkc.h"
 
 static void sha(const void *data, size_t n, char hex[65])
 {
@@ -141,6 +143,55 @@ static void test_cache_entry(void)
     unsetenv("NNK_CACHE_DIR");
 }
 
+/* spawn.c: statuses, exec failures, input, bounded output, the timeout. */
+static void test_tool_run(void)
+{
+    char out[64];
+    NnkcTool t = {.out = out, .outcap = sizeof out};
+    char *echo[] = {(char *)"sh", (char *)"-c", (char *)"echo hello; exit 3", NULL};
+    CU_ASSERT_EQUAL(nnkc_tool_run(echo, &t), 3);
+    CU_ASSERT_STRING_EQUAL(out, "hello\n");
+    char *killed[] = {(char *)"sh", (char *)"-c", (char *)"kill -9 $$", NULL};
+    CU_ASSERT_EQUAL(nnkc_tool_run(killed, &t), 128 + 9);
+    char *missing[] = {(char *)"/nonexistent/tool", NULL};
+    CU_ASSERT_EQUAL(nnkc_tool_run(missing, &t), -1);
+    CU_ASSERT_EQUAL(t.err, ENOENT);
+    char noexec[] = "/tmp/nnk-tool-XXXXXX"; /* a file without x bits: execve fails in the child */
+    int fd = mkstemp(noexec);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    close(fd);
+    char *noexec_argv[] = {noexec, NULL};
+    CU_ASSERT_EQUAL(nnkc_tool_run(noexec_argv, &t), -1);
+    CU_ASSERT_EQUAL(t.err, EACCES);
+    unlink(noexec);
+    /* 200 KiB through stdin and back: more than a pipe holds, output cut at 63 bytes */
+    size_t n = 200 << 10;
+    char *in = malloc(n);
+    memset(in, 'x', n);
+    char *cat[] = {(char *)"cat", NULL};
+    t.in = in, t.inlen = n;
+    CU_ASSERT_EQUAL(nnkc_tool_run(cat, &t), 0);
+    CU_ASSERT_EQUAL(t.outlen, sizeof out - 1);
+    /* a tool that stops reading its input early: no SIGPIPE in the host */
+    char *head[] = {(char *)"head", (char *)"-c", (char *)"1", NULL};
+    CU_ASSERT_EQUAL(nnkc_tool_run(head, &t), 0);
+    CU_ASSERT_STRING_EQUAL(out, "x");
+    free(in);
+    t.in = NULL;
+    char *sleeper[] = {(char *)"sh", (char *)"-c", (char *)"sleep 30; echo late", NULL};
+    t.timeout_ms = 200;
+    CU_ASSERT_EQUAL(nnkc_tool_run(sleeper, &t), -1);
+    CU_ASSERT_TRUE(t.timed_out);
+    t.timeout_ms = 0;
+    setenv("NNK_COMPILE_TIMEOUT", "2.5", 1);
+    CU_ASSERT_EQUAL(nnkc_tool_timeout_ms(), 2500);
+    setenv("NNK_COMPILE_TIMEOUT", "0", 1);
+    CU_ASSERT_EQUAL(nnkc_tool_timeout_ms(), 0);
+    setenv("NNK_COMPILE_TIMEOUT", "soon", 1);
+    CU_ASSERT_EQUAL(nnkc_tool_timeout_ms(), NNKC_DEFAULT_TIMEOUT_S * 1000L);
+    unsetenv("NNK_COMPILE_TIMEOUT");
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -150,6 +201,7 @@ int main(void)
     CU_add_test(s, "kw", test_kw);
     CU_add_test(s, "size_classes", test_size_classes);
     CU_add_test(s, "cache_entry", test_cache_entry);
+    CU_add_test(s, "tool_run", test_tool_run);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
