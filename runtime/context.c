@@ -210,6 +210,14 @@ const nnk_context *rt_context_or_default(const nnk_context *ctx, nnk_context *tm
     return s ? NULL : tmp;
 }
 
+void rt_context_atfork(rt_fork_phase phase)
+{
+    if (phase == RT_FORK_PREPARE)
+        pthread_mutex_lock(&dflt.lock);
+    else
+        pthread_mutex_unlock(&dflt.lock);
+}
+
 void rt_context_shutdown(void)
 {
     pthread_mutex_lock(&dflt.lock);

@@ -547,6 +547,14 @@ const char *nnk_extension_status(nnk_extension *ext)
     return m ? m : "";
 }
 
+void rt_extensions_atfork(rt_fork_phase phase)
+{
+    if (phase == RT_FORK_PREPARE)
+        pthread_mutex_lock(&reg.lock);
+    else
+        pthread_mutex_unlock(&reg.lock);
+}
+
 void rt_extensions_shutdown(void)
 {
     pthread_mutex_lock(&reg.lock);

@@ -55,6 +55,15 @@ void rt_str_puts(rt_str *b, const char *s);
 void rt_str_printf(rt_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rt_str_free(rt_str *b);
 
+/* fork(): error.c's handlers take the runtime's global locks in one order
+ * (linked descriptors, default context, extension registry, JIT) and give
+ * them back in the parent and the child (each file's rt_*_atfork). */
+typedef enum { RT_FORK_PREPARE, RT_FORK_PARENT, RT_FORK_CHILD } rt_fork_phase;
+void rt_linked_atfork(rt_fork_phase phase);
+void rt_context_atfork(rt_fork_phase phase);
+void rt_extensions_atfork(rt_fork_phase phase);
+void rt_jit_atfork(rt_fork_phase phase);
+
 /* ---- hash.c: SHA-256 ------------------------------------------------------ */
 
 typedef struct rt_sha256 {

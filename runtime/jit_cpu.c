@@ -534,36 +534,28 @@ void rt_jit_shutdown(void)
 /* ---- fork ------------------------------------------------------------------------- */
 
 /* The lock is held only for short sections (never over a compiler), so
- * fork takes it: the child gets a consistent table and an unlocked lock.
- * Entries that threads of the parent were compiling have no thread in the
- * child: they go (whoever wants them there compiles them again). */
-static void fork_prepare(void)
+ * fork takes it (error.c, after the locks that nest outside it): the
+ * child gets a consistent table and a free lock.  Entries that threads of
+ * the parent were compiling have no thread in the child: they go (whoever
+ * wants them there compiles them again). */
+void rt_jit_atfork(rt_fork_phase phase)
 {
-    pthread_mutex_lock(&jit.lock);
-}
-
-static void fork_parent(void)
-{
-    pthread_mutex_unlock(&jit.lock);
-}
-
-static void fork_child(void)
-{
-    for (jit_entry **p = &jit.entries; *p;) {
-        jit_entry *e = *p;
-        if (!e->busy) {
-            p = &e->next;
-            continue;
-        }
-        *p = e->next;
-        free(e);
+    if (phase == RT_FORK_PREPARE) {
+        pthread_mutex_lock(&jit.lock);
+        return;
     }
-    pthread_cond_init(&jit.done, NULL);
+    if (phase == RT_FORK_CHILD) {
+        for (jit_entry **p = &jit.entries; *p;) {
+            jit_entry *e = *p;
+            if (!e->busy) {
+                p = &e->next;
+                continue;
+            }
+            *p = e->next;
+            free(e);
+        }
+        pthread_cond_init(&jit.done, NULL);
+        rt_cache_atfork_child();
+    }
     pthread_mutex_unlock(&jit.lock);
-    rt_cache_atfork_child();
-}
-
-__attribute__((constructor)) static void jit_init(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -713,6 +713,14 @@ static struct {
     int32_t n, cap;
 } linked = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+void rt_linked_atfork(rt_fork_phase phase)
+{
+    if (phase == RT_FORK_PREPARE)
+        pthread_mutex_lock(&linked.lock);
+    else
+        pthread_mutex_unlock(&linked.lock);
+}
+
 static nnk_status linked_kernel(const nnk_kernel_desc *desc, nnk_kernel **out)
 {
     pthread_mutex_lock(&linked.lock);
