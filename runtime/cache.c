@@ -208,8 +208,16 @@ bool rt_cache_open(rt_cache *c)
         debug("cache directory %s unusable: %s", want, strerror(errno));
         return false;
     }
-    /* the path as given (its links), then the directories it leads to */
-    if (want[0] == '/' ? !check_chain(want, me, true) : false)
+    /* the path as given (its links; a relative one from the working
+     * directory), then the directories it leads to */
+    char given[PATH_MAX], cwd[PATH_MAX];
+    if (want[0] == '/')
+        memcpy(given, want, strlen(want) + 1);
+    else if (!getcwd(cwd, sizeof cwd) || (size_t)snprintf(given, sizeof given, "%s/%s", cwd, want) >= sizeof given) {
+        debug("cache directory %s: the working directory is unknown or too long", want);
+        return false;
+    }
+    if (!check_chain(given, me, true))
         return false;
     if (!check_chain(real, me, false))
         return false;
@@ -443,7 +451,7 @@ static nnk_status sweep(rt_cache *c, bool clear, uint64_t max)
             }
             v = w;
         }
-        snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+        memcpy(v[n].name, de->d_name, strlen(de->d_name) + 1); /* is_entry_name: at most 80 bytes */
         v[n].size = (uint64_t)st.st_size;
         v[n].used = st.st_mtim;
         total += v[n].size;
