@@ -37,6 +37,10 @@ import oracle  # noqa: E402
 
 WORK = os.environ.get("NNKFUZZ_WORK") or os.path.join(C.BUILDDIR, "tests", "fuzz", "work")
 TIMEOUT = 60
+UBSAN_EXIT = 99
+# the generated C of some batches is built with UBSan: its first report ends the run
+os.environ["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=%d" % UBSAN_EXIT
+UBSAN = ["-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
 WARNINGS = os.environ.get("NNKFUZZ_WARNINGS") == "1"
 
 
@@ -344,7 +348,7 @@ def build_c(path, opt, extra=()):
     so = base + ".so"
     # the conformance suite's flags, warnings kept but not errors: a
     # warning in generated code is a finding of its own (kind c-warning)
-    flags = [f for f in C.CFLAGS if not f.startswith("-O") and f != "-Werror"] + [opt]
+    flags = [f for f in C.CFLAGS if not f.startswith("-O") and f != "-Werror"] + opt.split()
     try:
         # -z defs: an undefined symbol (a prelude function never defined) is
         # a link error here, not a failure to load
@@ -363,9 +367,12 @@ def run_child(fn, timeout):
     """fn() in a forked child: returns its JSON result, or a Failure for a
     signal or a timeout."""
     r, w = os.pipe()
+    errpath = os.path.join(WORK, "child%d.err" % os.getpid())
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        ef = os.open(errpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(ef, 2)      # a sanitizer's report, for the failure message
         try:
             res = fn()
         except BaseException as e:  # noqa: BLE001
@@ -404,12 +411,19 @@ def run_child(fn, timeout):
             return Failure("timeout", "the kernels ran more than %ds" % timeout)
         time.sleep(0.005)
     os.close(r)
+    try:
+        with open(errpath, errors="replace") as f:
+            err = f.read()[-3000:]
+    except OSError:
+        err = ""
     if os.WIFSIGNALED(status):
-        return Failure("exec-crash", "signal %d while running the kernels" % os.WTERMSIG(status))
+        return Failure("exec-crash", "signal %d while running the kernels\n%s" % (os.WTERMSIG(status), err))
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == UBSAN_EXIT:
+        return Failure("sanitizer", "UBSan in the generated C:\n" + err)
     try:
         return json.loads(data.decode() or "null")
     except ValueError:
-        return Failure("exec-crash", "no result from the child")
+        return Failure("exec-crash", "no result from the child\n" + err)
 
 
 def exec_batch(so, cfile, progs, seeds, emu_so=None):
@@ -640,7 +654,7 @@ def run_cases(files, a):
         global WARNINGS
         WARNINGS = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
         res = []
-        for opt in ("-O0", "-O2"):
+        for opt in ("-O0", "-O2", "-O1 " + " ".join(UBSAN)):
             res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0",
                                extra=case.get("nnkc_args", []))
         name = os.path.basename(fn)
@@ -675,7 +689,8 @@ def campaign(a):
         # mostly -O0 (the compile is most of a batch's time); every 4th
         # batch at the JIT's -O2, where the C compiler exploits undefined
         # behaviour and restrict
-        opt = a.opt if a.opt else ("-O2" if bi % 4 == 3 else "-O0")
+        # and every 6th under UBSan (-O1)
+        opt = a.opt if a.opt else ("-O2" if bi % 4 == 3 else "-O1 " + " ".join(UBSAN) if bi % 6 == 5 else "-O0")
         for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu, b.extra):
             nfail += 1
             seed = b.seeds[i] if i is not None else None
