@@ -478,7 +478,7 @@ static PyGetSetDef context_getset[] = {
     {"backend", (getter)context_backend, NULL, "backend priority list, best first (NNabla's ctx.backend)", NULL},
     {"device_id", (getter)context_device_id, NULL, "device id, a string as NNabla's", NULL},
     {"type_config", (getter)context_type_config, NULL, "'float' or 'half'", NULL},
-    {NULL},
+    {0},
 };
 
 static PyTypeObject ContextType = {
@@ -790,13 +790,13 @@ static PyMethodDef extension_methods[] = {
      "releases the cached free blocks of every device; returns the bytes released"},
     {"memory_stats", (PyCFunction)(void (*)(void))extension_memory_stats, METH_VARARGS | METH_KEYWORDS,
      "memory_stats(device=0): the caching allocator's statistics as a dict"},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef extension_getset[] = {
     {"name", (getter)extension_name, NULL, "the extension's name", NULL},
     {"status", (getter)extension_status, NULL, "the extension's line on its devices ('' when none)", NULL},
-    {NULL},
+    {0},
 };
 
 static PyTypeObject ExtensionType = {
@@ -1246,7 +1246,7 @@ static PyMethodDef array_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))array_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule (no copy)"},
     {"__dlpack_device__", (PyCFunction)array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)"},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef array_getset[] = {
@@ -1259,7 +1259,7 @@ static PyGetSetDef array_getset[] = {
     {"nbytes", (getter)array_nbytes, NULL, "size * itemsize", NULL},
     {"device", (getter)array_device, NULL, "'EXT:ID' of the memory, 'host' for wrapped host memory", NULL},
     {"readonly", (getter)array_readonly, NULL, "the memory came read-only (an out= refuses it)", NULL},
-    {NULL},
+    {0},
 };
 
 static PySequenceMethods array_as_sequence = {.sq_length = (lenfunc)array_len};
@@ -1922,7 +1922,7 @@ static PyGetSetDef kernel_getset[] = {
     {"num_inputs", (getter)kernel_num_inputs, NULL, "tensor and scalar parameters", NULL},
     {"num_outputs", (getter)kernel_num_outputs, NULL, "outputs", NULL},
     {"is_reduction", (getter)kernel_is_reduction, NULL, "a reduction kernel (takes axis=, keepdims=)", NULL},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef jit_getset[] = {
@@ -1932,7 +1932,7 @@ static PyGetSetDef jit_getset[] = {
     {"num_outputs", (getter)kernel_num_outputs, NULL, "outputs", NULL},
     {"is_reduction", (getter)kernel_is_reduction, NULL, "a reduction kernel (takes axis=, keepdims=)", NULL},
     {"cache_size", (getter)kernel_cache_size, NULL, "dtype signatures compiled so far", NULL},
-    {NULL},
+    {0},
 };
 
 #define KERNEL_CALL_DOC                                                                                          \
@@ -2066,13 +2066,13 @@ static PyObject *module_name(ModuleObject *o, void *c)
 
 static PyMethodDef module_methods[] = {
     {"__dir__", (PyCFunction)module_dir, METH_NOARGS, NULL},
-    {NULL},
+    {0},
 };
 
 static PyGetSetDef module_getset[] = {
     {"kernels", (getter)module_kernels, NULL, "names of the kernels, in source order", NULL},
     {"name", (getter)module_name, NULL, "the module's name (diagnostics)", NULL},
-    {NULL},
+    {0},
 };
 
 static PyMappingMethods module_as_mapping = {.mp_subscript = (binaryfunc)module_subscript};
@@ -2467,7 +2467,7 @@ static PyMethodDef module_functions[] = {
     {"zeros", (PyCFunction)(void (*)(void))fn_zeros, METH_VARARGS | METH_KEYWORDS,
      "zeros(shape, dtype=None, ctx=None) -> Array"},
     {"jit_stats", (PyCFunction)fn_jit_stats, METH_NOARGS, "the JIT cache's counters"},
-    {NULL},
+    {0},
 };
 
 static struct PyModuleDef module_def = {
