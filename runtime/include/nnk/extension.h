@@ -93,9 +93,13 @@ typedef struct nnk_host_api {
      * compiled code that is not C: entry `key` (64 hex digits, e.g. from
      * sha256_hex over everything that determines the code) with a file
      * suffix such as ".cubin".  Entries are verified on read and written
-     * atomically, like the C JIT's.  cache_load returns malloc'ed bytes
-     * (release with free()), NNK_ENOTFOUND when absent, corrupt (removed)
-     * or when the cache is off; cache_store fails quietly (NNK_EIO). */
+     * atomically, like the C JIT's, and only in a directory and entries
+     * of the effective user that nobody else can write (docs/runtime.md,
+     * "The disk cache").  The suffix is '.' and 1 to 15 of [a-z0-9_-].
+     * cache_load returns malloc'ed bytes (release with free()),
+     * NNK_ENOTFOUND when absent, rejected (a corrupt entry is removed),
+     * refused or when the cache is off; cache_store fails quietly
+     * (NNK_EIO, no file left). */
     nnk_status (*cache_load)(const char *key, const char *suffix, void **data, size_t *size);
     nnk_status (*cache_store)(const char *key, const char *suffix, const void *data, size_t size);
     /* SHA-256 of size bytes as 64 lowercase hex digits and a NUL. */
