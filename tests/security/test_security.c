@@ -297,6 +297,11 @@ static bool do_plant(void *arg)
     return forge_entry(p->path, p->name, p->fmt, p->body, p->len, p->victim);
 }
 
+static bool can_reach(void *dir)
+{
+    return access(dir, W_OK | X_OK) == 0;
+}
+
 static const char *debug_message(void)
 {
     return nnk_cache_debug ? nnk_cache_debug() : "(no nnk_cache_debug)";
@@ -343,6 +348,13 @@ static int attack(char *why, size_t n, const char *name, mode_t cache_mode, bool
     snprintf(entry, sizeof entry, "%s/%s", cache, key);
     snprintf(evil_dir, sizeof evil_dir, "%s/attacker", dir);
     plant p = {entry, key, fmt, evil, len, geteuid(), NULL};
+    chmod(dir, 0777);
+    bool reach = as_nobody(can_reach, dir);
+    chmod(dir, 0755);
+    if (!reach) {
+        free(evil);
+        SKIP("`nobody` cannot reach %s (a private TMPDIR?)", dir);
+    }
     bool planted;
     if (link) { /* a sticky world-writable parent, as /tmp: the attacker's link to the attacker's directory */
         chmod(dir, 01777);
