@@ -1370,16 +1370,19 @@ static bool kernel_symbols_clash(const Item *k, const Item *j, const char **what
  * names derived from them: two kernels must not derive the same one. */
 static void check_kernel_symbols(Compiler *c)
 {
-    for (int a = 0; a < c->kernels.n; a++)
-        for (int b = 0; b < c->kernels.n; b++) {
-            Item *k = c->kernels.items[a], *j = c->kernels.items[b];
+    /* k is a prefix of j ending before a '_': look the prefixes up */
+    for (int b = 0; b < c->kernels.n; b++) {
+        Item *j = c->kernels.items[b];
+        for (const char *u = strchr(j->name, '_'); u; u = strchr(u + 1, '_')) {
+            Item *k = u > j->name ? map_get(&c->globals, intern(c->strings, j->name, (size_t)(u - j->name))) : NULL;
             const char *what;
-            if (a == b || !kernel_symbols_clash(k, j, &what))
+            if (!k || (k->kind != I_ELEMENTWISE && k->kind != I_REDUCTION) || !kernel_symbols_clash(k, j, &what))
                 continue;
             diag_error(c, j->name_range, "kernel name '%s' is also the C name of %s of kernel '%s'", j->name,
                        what ? "an entry point" : "an instance", k->name);
             diag_note(c, k->name_range, "'%s' is defined here", k->name);
         }
+    }
 }
 
 /* instantiate lines: resolve each request against its kernel. */
