@@ -122,6 +122,11 @@ static int check(nnk_status s)
 
 /* ---- dtypes ------------------------------------------------------------------- */
 
+/* 'l' where long is 64 bits: numpy reads it as its int64 (np.int_), 'q' as
+ * np.longlong, a look-alike type */
+#define I64_FORMAT (sizeof(long) == 8 ? "l" : "q")
+#define U64_FORMAT (sizeof(long) == 8 ? "L" : "Q")
+
 /* numpy's name, the struct-module format of the buffer protocol (NULL: none,
  * bfloat16), the kind of the format's letter class, the DLPack code. */
 #define NNK_PY_DTYPES(X)                          \
@@ -129,11 +134,11 @@ static int check(nnk_status s)
     X(NNK_I8, "int8", "b", 'i', kDLInt)           \
     X(NNK_I16, "int16", "h", 'i', kDLInt)         \
     X(NNK_I32, "int32", "i", 'i', kDLInt)         \
-    X(NNK_I64, "int64", "q", 'i', kDLInt)         \
+    X(NNK_I64, "int64", I64_FORMAT, 'i', kDLInt)  \
     X(NNK_U8, "uint8", "B", 'u', kDLUInt)         \
     X(NNK_U16, "uint16", "H", 'u', kDLUInt)       \
     X(NNK_U32, "uint32", "I", 'u', kDLUInt)       \
-    X(NNK_U64, "uint64", "Q", 'u', kDLUInt)       \
+    X(NNK_U64, "uint64", U64_FORMAT, 'u', kDLUInt) \
     X(NNK_F16, "float16", "e", 'f', kDLFloat)     \
     X(NNK_BF16, "bfloat16", NULL, 'f', kDLBfloat) \
     X(NNK_F32, "float32", "f", 'f', kDLFloat)     \
@@ -305,7 +310,10 @@ static int np_fields_ok;   /* the struct heads read right: numpy inputs without 
 /* numpy's type numbers of the nnk dtypes (NPY_BOOL = 0 ... NPY_HALF = 23); -1: none */
 static const int np_typenum[NNK_DTYPE_COUNT] = {
     [NNK_BOOL] = 0, [NNK_I8] = 1,  [NNK_U8] = 2,   [NNK_I16] = 3,   [NNK_U16] = 4,  [NNK_I32] = 5,  [NNK_U32] = 6,
-    [NNK_I64] = 9,  [NNK_U64] = 10, [NNK_F16] = 23, [NNK_BF16] = -1, [NNK_F32] = 11, [NNK_F64] = 12,
+    [NNK_F16] = 23, [NNK_BF16] = -1, [NNK_F32] = 11, [NNK_F64] = 12,
+    /* NPY_LONG where it is 64 bits: numpy's int64 is then long, and its
+     * arrays' dtype.type is np.int64 (NPY_LONGLONG's would be np.longlong) */
+    [NNK_I64] = sizeof(long) == 8 ? 7 : 9, [NNK_U64] = sizeof(long) == 8 ? 8 : 10,
 };
 
 static int np_dtype_of(int type_num, nnk_dtype *out)

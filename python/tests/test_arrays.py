@@ -67,6 +67,9 @@ def test_to_and_numpy():
         memoryview(z)
     e = nnk.empty(3, dtype="uint8")
     assert e.shape == (3,) and e.dtype == "uint8"
+    for name in nnk.dtypes:
+        if name != "bfloat16":    # numpy's scalar types come back, not look-alikes (np.longlong for int64)
+            assert nnk.zeros(2, dtype=name).numpy().dtype.type is np.dtype(name).type, name
 
 
 def test_numpy_results_keep_memory_alive(add):
@@ -174,6 +177,9 @@ else:
     raise SystemExit("read-only out accepted")
 h = add(x.astype(np.float16), x.astype(np.int64))
 assert h.dtype == np.float16
+for name in nnk.dtypes:
+    if name != "bfloat16":
+        assert nnk.zeros(2, dtype=name).numpy().dtype.type is np.dtype(name).type, name
 print("ok", nnk._nnk._numpy_fast_paths())
 """)
     for flag in ("1", "0"):
