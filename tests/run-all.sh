@@ -60,6 +60,19 @@ step "plain build: make check"
 check build-test ""
 
 step "sanitizers (ASan + UBSan): make check, every ${NNK_EMU_SLICE:-4}th test of the emulated suites"
+# The numeric suites cache the kernels they compile (the generated C as a
+# shared object, the generated CUDA for the emulation) under the hash of
+# that code and its flags: the sanitized nnkc generates the same code, so
+# the plain build's objects serve here, hard-linked (a kernel whose code
+# differs is compiled anew; nothing in a work directory is written in
+# place).  The sanitizers are in nnkc and libnnk, not in those objects.
+for w in tests/cuda/work tests/conformance/work; do
+    for from in build-test/tests/cuda/work build-test/tests/conformance/work; do
+        [ -d "$from" ] || continue
+        mkdir -p "build-san/$w"
+        cp -Rln "$from/." "build-san/$w/" 2>/dev/null || cp -Rn "$from/." "build-san/$w/"
+    done
+done
 check build-san "NNK_EMU_SLICE=${NNK_EMU_SLICE:-4}" --enable-sanitizers
 
 step "release: the tarball without re2c and lemon, make install, make installcheck"

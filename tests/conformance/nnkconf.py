@@ -243,8 +243,11 @@ def build(path, extra_nnkc=(), cflags=None, tag=""):
         h = hashlib.sha1(f.read() + repr(cflags).encode() + CC.encode()).hexdigest()[:12]
     so = os.path.join(WORK, "%s-%s.so" % (base, h))
     if not os.path.exists(so):
-        run([CC] + (cflags if cflags is not None else CFLAGS) + [cfile, "-o", so + ".tmp", "-lm"])
-        os.replace(so + ".tmp", so)
+        # a temporary of this process: suites that share a work directory
+        # may build the same object at once
+        tmp = "%s.tmp%d" % (so, os.getpid())
+        run([CC] + (cflags if cflags is not None else CFLAGS) + [cfile, "-o", tmp, "-lm"])
+        os.replace(tmp, so)
     return so, cfile
 
 
