@@ -53,8 +53,9 @@ class Kernel:
 
 
 class Func:
-    def __init__(self, name, params, result, body):
+    def __init__(self, name, params, result, body, generics=()):
         self.name, self.params, self.result, self.body = name, params, result, body
+        self.generics = [tuple(g) for g in generics]   # (name, class): bound from the arguments
 
 
 class Const:
@@ -83,8 +84,9 @@ class Program:
             out.append("const %s%s = %s;" % (c.name, ": " + c.ty if c.ty else "", expr_text(c.expr)))
         for f in self.funcs.values():
             ps = ", ".join(n + (": " + t if t else "") for n, t in f.params)
-            out.append("func %s(%s)%s = %s;" % (f.name, ps, " -> " + f.result if f.result else "",
-                                                expr_text(f.body)))
+            gs = "<%s>" % ", ".join("%s: %s" % g for g in f.generics) if f.generics else ""
+            out.append("func %s%s(%s)%s = %s;" % (f.name, gs, ps, " -> " + f.result if f.result else "",
+                                                  expr_text(f.body)))
         k = self.kernel
         gens = "<%s>" % ", ".join("%s: %s" % g for g in k.generics) if k.generics else ""
         ps = []
@@ -428,9 +430,27 @@ class Gen:
         nargs = self.r.randrange(1, 4)
         args = [self.sub(depth, maxlv, None, in_red) for _ in range(nargs)]
         params, fps = [], []
+        generics = []
+        typed = [i for i, a in enumerate(args) if not a.weak]
+        gset = set()
+        if typed and self.chance(0.3):
+            # func f<V: class>(x: V, y: V): V is the promoted type of those arguments
+            gset = {i for i in range(nargs) if i in typed[:1] or self.chance(0.5)}
+            tv = tuple(concrete(t) for t in args[min(gset)].ts)
+            for i in gset:
+                tv = tuple(concrete(promote(x, y)) for x, y in zip(tv, args[i].ts))
+            cls = self.pick([c for c, ms in CLASSES.items() if all(t in ms for t in tv)])
+            if "half-round" in self.avoid and any(t in ("f16", "bf16") for t in tv):
+                gset = set()
+            else:
+                generics = [("V", cls)]
         for i, a in enumerate(args):
             pn = "p%d" % i
             pty = None
+            if i in gset:
+                params.append((pn, "V"))
+                fps.append((pn, tv, a.lv))
+                continue
             if self.chance(0.35):
                 pty = self.pick(SCALARS)
                 if "half-round" in self.avoid and pty in ("f16", "bf16"):
@@ -449,7 +469,7 @@ class Gen:
             ts = (res,) * self.nb
         name = "%sf%d" % (self.prefix, self.nfunc)
         self.nfunc += 1
-        self.p.funcs[name] = Func(name, params, res, body.e)
+        self.p.funcs[name] = Func(name, params, res, body.e, generics)
         lv = lmax(*[a.lv for a in args] + [body.lv if body.lv == "r" else "c"])
         return Typed(("fcall", name, [a.e for a in args]), ts, lv)
 
@@ -589,7 +609,7 @@ def to_json(p):
     k = p.kernel
     return {"prefix": p.prefix,
             "consts": [[c.name, c.ty, c.expr] for c in p.consts.values()],
-            "funcs": [[f.name, f.params, f.result, f.body] for f in p.funcs.values()],
+            "funcs": [[f.name, f.params, f.result, f.body, f.generics] for f in p.funcs.values()],
             "kernel": {"name": k.name, "kind": k.kind, "generics": k.generics,
                        "params": [[q.name, q.ty, q.tensor, q.default] for q in k.params],
                        "outs": [[o.name, o.ty, o.reduced] for o in k.outs],
@@ -601,8 +621,9 @@ def from_json(d):
     p = Program(d["prefix"])
     for n, t, e in d["consts"]:
         p.consts[n] = Const(n, t, _tup(e))
-    for n, ps, r, b in d["funcs"]:
-        p.funcs[n] = Func(n, [tuple(x) for x in ps], r, _tup(b))
+    for f in d["funcs"]:
+        n, ps, r, b = f[:4]
+        p.funcs[n] = Func(n, [tuple(x) for x in ps], r, _tup(b), f[4] if len(f) > 4 else ())
     kd = d["kernel"]
     k = Kernel(kd["name"], kd["kind"])
     k.generics = [tuple(g) for g in kd["generics"]]

@@ -334,6 +334,9 @@ def nnkc(args, timeout=TIMEOUT):
                            universal_newlines=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise Failure("timeout", "nnkc %s" % " ".join(args))
+    if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+        # NNKC may be a sanitized build (./configure --enable-sanitizers)
+        raise Failure("sanitizer", "nnkc %s:\n%s" % (" ".join(args), p.stderr[-3000:]))
     if p.returncode < 0 or p.returncode > 1:
         raise Failure("crash", "nnkc %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr[-2000:]))
     if p.returncode == 1:

@@ -17,6 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from model import promote
 from model import (BITS, COMPARE, EPS, Invalid, accum_type, binop_types, builtin_types, concrete, convert,
                    compute_dtype, is_float, is_int, is_uns, is_weak, obj, reducer_type, storage_round,
                    unop_type, wrap_int, BUILTINS, CLASSES)
@@ -313,7 +314,6 @@ def ev(cx, e):
         tc, vc = ev(cx, e[2])
         ta, va = ev(cx, e[3])
         tb, vb = ev(cx, e[4])
-        from model import promote
         t = promote(ta, tb)
         c = convert(vc, tc, "bool")
         a, b = convert(va, ta, t), convert(vb, tb, t)
@@ -336,9 +336,18 @@ def ev(cx, e):
     if k == "fcall":
         f = cx.prog.funcs[e[1]]
         bound = {}
-        for (pname, pty), a in zip(f.params, e[2]):
-            t, v = ev(cx, a)
+        vals = [ev(cx, a) for a in e[2]]
+        gen_t = {}
+        for g, _ in f.generics:
+            # a func's type variable: the promoted type of its arguments
+            ts = [t for (pname, pty), (t, v) in zip(f.params, vals) if pty == g]
+            tv = concrete(ts[0])
+            for t in ts[1:]:
+                tv = concrete(promote(tv, t))
+            gen_t[g] = tv
+        for (pname, pty), (t, v) in zip(f.params, vals):
             if pty is not None:
+                pty = gen_t.get(pty, pty)
                 v, t = convert(v, t, pty, explicit=True), pty
             bound[pname] = (t, v)
         cx.fparams.append(bound)
@@ -436,7 +445,6 @@ COMBINE = {"+", "*", "|", "&", "^", "max", "min"}
 def custom_reduce(cx, arg, ident, cop):
     t, v = ev(cx, arg)
     ti, vi = ev(cx, ident)
-    from model import promote
     rt = concrete(promote(t, ti))
     a = _full(cx, convert(v, t, rt))
     i0 = convert(vi, ti, rt)
