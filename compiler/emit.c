@@ -289,8 +289,12 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     case IR_CAST: {
         Buf a = {0};
         emit_ref(ac, n->a, &a);
-        /* aux: a weak value adopting f16/bf16 keeps f32 precision (lower.c) */
-        emit_convert((Type)n->sub, n->aux ? type_compute((Type)n->type) : (Type)n->type, a.data, out);
+        /* aux: a weak value adopting f16/bf16 keeps f32 precision; from the
+         * type to itself: an f16/bf16 compute value rounded (lower.c) */
+        if (n->sub == n->type)
+            buf_printf(out, "nnk_rnd_%s(%s)", type_name((Type)n->type), a.data);
+        else
+            emit_convert((Type)n->sub, n->aux ? type_compute((Type)n->type) : (Type)n->type, a.data, out);
         buf_free(&a);
         break;
     }

@@ -237,6 +237,17 @@ Value value_cast(Value v, Type to)
     return wrap(to, is_unsigned(v.type) ? v.v.u : (uint64_t)v.v.i);
 }
 
+/* An f16/bf16 value rounded to its type (f16-typed constants may hold an
+ * f32 compute value: a literal that adopted the type, a folded product). */
+Value value_round(Value v)
+{
+    if (v.type == T_F16)
+        v.v.f = nnkc_f16_to_f32(nnkc_f64_to_f16(v.v.f));
+    else if (v.type == T_BF16)
+        v.v.f = nnkc_bf16_to_f32(nnkc_f64_to_bf16(v.v.f));
+    return v;
+}
+
 /* A literal meeting a typed operand takes its type; for f16 and bf16 that
  * is their compute type, so the literal keeps f32 precision (language.md
  * §2: "0.5 * x with x: f16 stays f16-storage/f32-compute"). */

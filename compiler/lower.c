@@ -190,6 +190,65 @@ static int32_t ir_convert(Lower *L, int32_t a, Type to, bool adopt)
 }
 
 
+/* Whether node `id` of type f16/bf16 holds a value of its type already
+ * (rounding it changes nothing): a load or scalar (read from 16 bits), a
+ * conversion or rounding to the type, a constant of the type's values,
+ * max/min reducers, and exact operations on such values. */
+static bool is_rounded(Lower *L, int32_t id, int depth)
+{
+    const IrNode *n = N(L, id);
+    if (depth > 8)
+        return false;
+    switch ((IrOp)n->op) {
+    case IR_LOAD: case IR_SCALAR:
+        return true;
+    case IR_CONST: {
+        Value v = value_round(n->value);
+        return v.v.f == n->value.v.f || v.v.f != v.v.f;
+    }
+    case IR_CAST:
+        return n->aux == 0;
+    case IR_RED: {
+        ReducerKind k = L->k->reds[n->aux].kind;
+        return k == R_MAX || k == R_MIN;
+    }
+    case IR_SELECT:
+        return is_rounded(L, n->b, depth + 1) && is_rounded(L, n->c, depth + 1);
+    case IR_UNARY:
+        return n->sub == UN_NEG && is_rounded(L, n->a, depth + 1);
+    case IR_CALL:
+        switch ((Builtin)n->sub) {
+        case B_ABS: case B_FLOOR: case B_CEIL: case B_ROUND: case B_TRUNC: case B_RELU: case B_SIGN:
+            return is_rounded(L, n->a, depth + 1);
+        case B_MIN: case B_MAX:
+            return is_rounded(L, n->a, depth + 1) && is_rounded(L, n->b, depth + 1);
+        default:
+            return false;
+        }
+    default:
+        return false;
+    }
+}
+
+/* An f16/bf16 value given its type by name (sema's convert_named):
+ * rounded to the type, an IR_CAST from the type to
+ * itself, unless it holds such a value already. */
+static int32_t ir_round(Lower *L, int32_t a)
+{
+    const IrNode *o = N(L, a);
+    Type t = (Type)o->type;
+    if ((t != T_F16 && t != T_BF16) || is_rounded(L, a, 0))
+        return a;
+    Value v;
+    if (is_const_node(L, a, &v))
+        return ir_const(L, value_round(v));
+    IrNode n = blank(IR_CAST, t);
+    n.sub = (uint16_t)t;
+    n.a = a;
+    derive(L, &n);
+    return intern_node(L, n);
+}
+
 static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
 {
     Value v, r;
@@ -420,6 +479,8 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         return intern_node(L, n);
     }
     case E_CAST:
+        if (e->a->type == e->type)
+            return ir_round(L, lower(L, e->a));
         return ir_convert(L, lower(L, e->a), t, (e->op & CAST_ADOPT) != 0);
     case E_UNARY:
         return ir_unary(L, (Op)e->op, t, lower(L, e->a));
@@ -483,6 +544,10 @@ IrKernel *lower_instance(Compiler *c, Instance *in)
         o->type = in->outs[i].type;
         o->storage = in->outs[i].storage;
         o->node = lower(&L, in->values[i]);
+        /* storing rounds to f16/bf16 by itself: store what was rounded */
+        const IrNode *v = &k->nodes[o->node];
+        if (v->op == IR_CAST && v->sub == v->type && o->storage == o->type)
+            o->node = v->a;
     }
     ir_count_uses(k);
     in->ir = k;

@@ -251,6 +251,7 @@ Value value_int(Type t, int64_t i);
 Value value_float(Type t, double f);
 Value value_cast(Value v, Type to);    /* with the generated code's conversions */
 Value value_adopt(Value v, Type to);   /* a literal taking an operand's type */
+Value value_round(Value v);            /* f16/bf16: rounded to the type; others as they are */
 bool value_truth(Value v);
 double value_as_double(Value v);
 /* Each returns false when the result is not a compile-time constant. */
@@ -303,7 +304,7 @@ typedef enum {
     /* made by sema in the typed tree of an instance */
     E_PARAM,   /* kernel parameter `index` (tensor element or scalar) */
     E_LPARAM,  /* reduce() lambda parameter `index` (0 or 1) */
-    E_CAST,    /* conversion of a to `type`; `op`: CAST_* flags */
+    E_CAST,    /* conversion of a to `type` (a's type too: f16/bf16 rounding); `op`: CAST_* */
     E_BUILTIN, /* builtin `op` applied to args */
     E_REDUCE,  /* reducer `op`: a = argument, b = identity, c = combine */
     E_CONST,   /* a folded constant in `value` */
@@ -493,7 +494,8 @@ typedef struct IrNode {
     uint16_t sub;    /* Op / Builtin / cast source type */
     int32_t a, b, c; /* operand node ids, -1 when absent */
     int32_t aux;     /* param / operand / reducer / lambda index; IR_CAST: 1
-                        for a weak value adopting f16/bf16 (no rounding) */
+                        for a weak value adopting f16/bf16 (no rounding);
+                        an IR_CAST from f16 to f16 (bf16 too) rounds */
     Value value;     /* IR_CONST */
     int32_t uses;    /* passes.c */
 } IrNode;

@@ -58,7 +58,10 @@ static void dump_node(const IrKernel *k, int i, Buf *out)
     case IR_UNARY: buf_printf(out, "%s%%%d", op_info[n->sub].tok, n->a); break;
     case IR_BINARY: buf_printf(out, "%%%d %s %%%d", n->a, op_info[n->sub].tok, n->b); break;
     case IR_SELECT: buf_printf(out, "%%%d ? %%%d : %%%d", n->a, n->b, n->c); break;
-    case IR_CAST: buf_printf(out, "%s(%%%d)", type_name((Type)n->type), n->a); break;
+    case IR_CAST:
+        buf_printf(out, "%s%s(%%%d)", n->sub == n->type ? "round " : n->aux ? "adopt " : "", type_name((Type)n->type),
+                   n->a);
+        break;
     case IR_CALL:
         buf_printf(out, "%s(%%%d", builtin_info[n->sub].name, n->a);
         if (n->b >= 0) buf_printf(out, ", %%%d", n->b);

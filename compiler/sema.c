@@ -157,6 +157,37 @@ static Expr *convert(Ctx *x, Expr *e, Type to, bool implicit)
     return finish(x, r);
 }
 
+/* A conversion that names a type: f16(x), a typed let, a typed func
+ * parameter or result, an output read back.  Its value is a value of that
+ * type, so for f16/bf16 it is rounded even when the expression already has
+ * the type (an f16 expression holds its f32 compute value until a value is
+ * given the type: language.md §3); an E_CAST from the type to itself. */
+static Expr *convert_named(Ctx *x, Expr *e, Type to, bool implicit)
+{
+    if ((to == T_F16 || to == T_BF16) && !is_err(e) && e->type == to) {
+        if (is_const(e))
+            return mk_const(x, value_round(e->value), e->range);
+        Expr *r = mk(x, E_CAST, to, e->range);
+        r->optype = to;
+        r->a = e;
+        r->vary = e->vary;
+        return finish(x, r);
+    }
+    return convert(x, e, to, implicit);
+}
+
+/* The value an output holds once assigned (language.md §5: read back, it
+ * is what was stored): rounded to its type, and through its storage dtype
+ * when a call stores it as another one. */
+static Expr *stored_value(Ctx *x, Expr *v, const InstParam *op)
+{
+    if (is_err(v) || op->type >= T_NSCALAR)
+        return v;
+    if (op->storage != op->type && op->storage < T_NSCALAR)
+        return convert(x, convert_named(x, v, op->storage, false), op->type, false);
+    return convert_named(x, v, op->type, false);
+}
+
 /* Operand promotion: never narrows, except that a literal adopts the type
  * it meets (for f16/bf16 in their f32 compute precision). */
 static Expr *promote_to(Ctx *x, Expr *e, Type to)
@@ -670,7 +701,7 @@ static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
             Type pt = resolve_type(&inner, &p->ty, true);
             if (pt == T_ERROR)
                 return mk_error(x, e->range);
-            v = convert(x, v, pt, true);
+            v = convert_named(x, v, pt, true);
         }
         bind(&inner, p->name, BIND_FPARAM, p->range, v);
     }
@@ -678,7 +709,7 @@ static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
     Expr *body = check(&inner, f->value);
     if (!is_err(body) && f->ty.present) {
         Type rt = resolve_type(&inner, &f->ty, true);
-        body = rt == T_ERROR ? mk_error(x, e->range) : convert(&inner, body, rt, true);
+        body = rt == T_ERROR ? mk_error(x, e->range) : convert_named(&inner, body, rt, true);
     }
     if (x->c->nerrors > errs)
         diag_note(x->c, e->name_range, "in the call of '%s' here", f->name);
@@ -757,7 +788,7 @@ static Expr *check_call(Ctx *x, Expr *e)
         Expr *a = check(x, e->args.items[0]);
         if (is_err(a) || ct == T_ERROR)
             return mk_error(x, e->range);
-        Expr *r = convert(x, a, ct, false);
+        Expr *r = convert_named(x, a, ct, false);
         if (r->kind == E_CONST)
             r->range = e->range;
         return r;
@@ -927,7 +958,7 @@ static Expr *check_const_item(Compiler *c, Item *it)
             v = mk_error(&x, it->value->range);
         } else {
             Type t = resolve_type(&x, &it->ty, true);
-            v = t == T_ERROR ? mk_error(&x, it->value->range) : convert(&x, v, t, true);
+            v = t == T_ERROR ? mk_error(&x, it->value->range) : convert_named(&x, v, t, true);
         }
     }
     if (!is_err(v) && !is_const(v)) {
@@ -1103,7 +1134,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
                     v = mk_error(&x, s->value->range);
                 } else {
                     Type t = resolve_type(&x, &s->ty, true);
-                    v = t == T_ERROR ? mk_error(&x, s->value->range) : convert(&x, v, t, true);
+                    v = t == T_ERROR ? mk_error(&x, s->value->range) : convert_named(&x, v, t, true);
                 }
             }
             bind(&x, s->name, BIND_LET, s->name_range, v);
@@ -1146,7 +1177,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         }
         if (!is_err(v) && op->type != T_ERROR)
             v = convert(&x, v, op->type, true);
-        b->value = v;
+        b->value = stored_value(&x, v, op);
         b->assigned = s->name_range;
         in->values[b->index] = v;
     }

@@ -198,5 +198,74 @@ def test_folded_constants():
     C.equal(e, np.full(2, np.float32(2 ** 53 + 2 ** 30)), "f32 of a 64-bit integer literal: one rounding")
 
 
+def RD():
+    return C.load("kernels/rounding.nnk")
+
+
+def f16r(v):
+    """float32 values rounded to f16 (numpy's float32 -> float16 is
+    correctly rounded), back as float32."""
+    return np.asarray(v, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+def test_where_f16_rounds():
+    """Every value given the type f16 by name is rounded (language.md §3):
+    f16(x), a typed let, a typed func parameter and result, an output read
+    back; intermediates and untyped lets are not.
+    Bit for bit (tests/cuda/emu-half-extra.sh runs the same on the CUDA)."""
+    h = np.float16(1.0009765625)        # 1 + 2^-10: h * h = 1 + 2^-9 + 2^-20
+    C.check(float(f16r(np.float32(h) * np.float32(h))) == 1.001953125, "(the example of language.md)")
+    hs = np.concatenate([[h], rng.uniform(-8, 8, 5000)]).astype(np.float16)
+    gs = np.concatenate([[h], rng.uniform(-8, 8, 5000)]).astype(np.float16)
+    prod = hs.astype(np.float32) * gs.astype(np.float32)     # exact: 11 x 11 bits
+    conv, tlet, param, result, inner, ulet, twice, folded = RD().rd_f16(hs, gs)
+    bits = lambda a: np.asarray(a, dtype=np.float32).view(np.uint32)   # noqa: E731
+    C.check(float(conv[0]) == 1.001953125, "f16(h * h) with h = 1.0009765625 is 1.001953125, got %r" % float(conv[0]))
+    C.equal(bits(conv), bits(f16r(prod)), "f16(h * g) rounds")
+    C.equal(bits(tlet), bits(f16r(prod)), "let u: f16 = h * g rounds")
+    C.equal(bits(param), bits(f16r(prod)), "a typed func parameter rounds")
+    sq = hs.astype(np.float32) * hs.astype(np.float32)
+    C.equal(bits(result), bits(f16r(sq)), "a func's -> f16 rounds")
+    C.equal(bits(inner), bits(prod), "f32(h * g): the f32 product, not rounded")
+    C.equal(bits(ulet), bits(prod), "an untyped let is the expression, not rounded")
+    C.check(np.any(bits(prod) != bits(f16r(prod))), "(the products need rounding)")
+    C.equal(bits(twice), bits(f16r(f16r(prod) + gs.astype(np.float32))), "f16(f16(h * g) + g): two roundings")
+    C.equal(bits(folded), bits(np.full(hs.shape, 1.001953125, np.float32)), "a folded f16(h * h) rounds the same way")
+    p, a, b, c = RD().rd_back(hs, gs)
+    C.equal(bits(a), bits(p.astype(np.float32)), "an output read back is the f16 it stores")
+    C.equal(bits(a), bits(f16r(prod)), "an output read back is rounded")
+    C.equal(bits(c), bits(C.bf16_to_f32(np.asarray(b).view(np.uint16))), "a bf16 output read back is what it stores")
+    i = np.array([2049, 1, -3, 4097, 65519, 70000, 0, 2051], dtype=np.int32)
+    hh = np.array([0.5, 0.1, 1.0009765625, 0.25, 1, 1, -0.0, 0.5], dtype=np.float16)
+    want = i.astype(np.float16).astype(np.float32) + hh.astype(np.float32)
+    C.equal(bits(RD().rd_mixed(i, hh)), bits(want), "i32 + f16: the integer rounded to f16 (2049 -> 2048), added in f32")
+    bh = C.bf16(rng.uniform(-8, 8, 3000).astype(np.float32))
+    bg = C.bf16(rng.uniform(-8, 8, 3000).astype(np.float32))
+    bp = C.bf16_to_f32(bh) * C.bf16_to_f32(bg)
+    bconv, bparam, binner = RD().rd_bf16(bh, bg)
+    bfr = C.bf16_to_f32(C.f32_to_bf16(bp))
+    C.equal(bits(bconv), bits(bfr), "bf16(h * g) rounds")
+    C.equal(bits(bparam), bits(bfr), "a typed bf16 func parameter rounds")
+    C.equal(bits(binner), bits(bp), "f32(h * g) of bf16: the f32 product")
+
+
+def test_reduction_epilogue_reads_back_rounded():
+    """A reduced f16 output read back in the epilogue is the f16 it stores
+    (y = x / s); the reducer's own value is the f32 accumulator wherever it
+    is not given the type (t: f32 = sum(x), x / sum(x): no f16 overflow of
+    a sum of squares in sqrt(sum(x * x))); f16(mean(x)) rounds."""
+    x = np.full((3, 7), 1.0009765625, dtype=np.float16)        # sums exact in f32: 7 + 7 * 2^-10
+    x[1] = np.float16(0.3)
+    x[2, :3] = np.float16(-2.5)
+    s, t, m, y, w = RD().rd_sum(x, axes=(1,))
+    acc = x.astype(np.float32).sum(axis=1)                      # exact here
+    C.check(np.any(f16r(acc) != acc), "(the sums need rounding)")
+    C.equal(s.view(np.uint16), acc.astype(np.float16).view(np.uint16), "sum(x) stored as f16")
+    C.equal(t, acc, "t: f32 = sum(x): the f32 accumulator")
+    C.equal(m, f16r(acc / np.float32(7)), "f16(mean(x)) rounds")
+    C.equal(y, x.astype(np.float32) / f16r(acc)[:, None], "y = x / s: s read back is the rounded sum")
+    C.equal(w, x.astype(np.float32) / acc[:, None], "x / sum(x): the f32 sum")
+
+
 if __name__ == "__main__":
     sys.exit(C.main(globals()))
