@@ -602,9 +602,12 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
         break;
     }
     }
-    if (at == T_BOOL && (rk == R_SUM || rk == R_PROD || rk == R_MEAN || rk == R_ARGMAX || rk == R_ARGMIN ||
-                         rk == R_MAX || rk == R_MIN))
-        arg = convert(x, arg, rk == R_MAX || rk == R_MIN ? T_BOOL : T_I64, false), at = (Type)arg->type;
+    /* max and min of bools are any and all (numpy's np.max of a bool array
+     * is np.any): true is the larger; an empty slice gives false / true */
+    if (at == T_BOOL && (rk == R_MAX || rk == R_MIN))
+        rk = rk == R_MAX ? R_ANY : R_ALL;
+    if (at == T_BOOL && (rk == R_SUM || rk == R_PROD || rk == R_MEAN || rk == R_ARGMAX || rk == R_ARGMIN))
+        arg = convert(x, arg, T_I64, false), at = (Type)arg->type;
     else
         arg = convert(x, arg, at, false);
     Expr *r = mk(x, E_REDUCE, res, e->range);

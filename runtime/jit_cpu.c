@@ -36,6 +36,8 @@ typedef struct jit_entry {
     const nnk_kernel_desc *desc;
     long refs;              /* kernels using it; extensions' compile_c pins it */
     bool busy;              /* a thread is compiling it (dl and desc not yet set) */
+    nnk_status failed;      /* a source the compiler rejected (dl NULL): its status */
+    char *message;          /* and its message, given again without compiling */
     struct jit_entry *next;
 } jit_entry;
 
@@ -235,7 +237,10 @@ static const size_t max_object = (size_t)1 << 30;
 /* Compiles source into an object in a private temporary directory
  * (cache.c: 0700, unpredictable name, files O_EXCL|O_NOFOLLOW); the
  * object's bytes into *img. */
-static nnk_status compile(const char *cc, const char *flags, const char *source, uint8_t **img, size_t *len)
+/* *rejected: the compiler ran and refused the source (not: it could not
+ * run, no memory, no temporary directory). */
+static nnk_status compile(const char *cc, const char *flags, const char *source, uint8_t **img, size_t *len,
+                          bool *rejected)
 {
     char dir[4096], src[4200], obj[4200];
     nnk_status s = rt_private_dir(dir, sizeof dir);
@@ -264,8 +269,8 @@ static nnk_status compile(const char *cc, const char *flags, const char *source,
         if (st < 0)
             s = rt_error_prefix(RUN_STATUS(st), "JIT");
         else if (st > 0)
-            s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags, st,
-                         out.s ? out.s : "(no output)");
+            *rejected = true, s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags,
+                                           st, out.s ? out.s : "(no output)");
         else if ((s = rt_private_read(obj, max_object, img, len)))
             s = rt_error_prefix(s == NNK_ENOMEM ? s : NNK_ECOMPILE, "JIT");
         rt_str_free(&out);
@@ -357,9 +362,11 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
     return NNK_OK;
 }
 
-/* The disk cache, then the compiler; without jit.lock.  Counts into st. */
+/* The disk cache, then the compiler; without jit.lock.  Counts into st.
+ * *rejected: the failure is the source's own (the compiler refused it, or
+ * the object it made does not load: an undefined symbol, another ABI). */
 static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *source, const char *symbol,
-                         void **dl, const nnk_kernel_desc **desc, nnk_jit_stats *st)
+                         void **dl, const nnk_kernel_desc **desc, nnk_jit_stats *st, bool *rejected)
 {
     rt_cache c;
     bool disk = rt_cache_open(&c);
@@ -387,11 +394,12 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
         return s;
     }
     st->compiles++;
-    s = compile(cc, flags, source, &img, &len);
+    s = compile(cc, flags, source, &img, &len, rejected);
     if (!s) {
         if (disk)
             rt_cache_put(&c, key, ".so", img, len); /* a full disk: the kernel runs from memory */
         s = load(img, len, symbol, dl, desc);
+        *rejected = s != NNK_OK && s != NNK_ENOMEM;
     }
     free(img);
     rt_cache_close(&c);
@@ -437,6 +445,13 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
             pthread_cond_wait(&jit.done, &jit.lock);
             continue;
         }
+        if (e->failed) {
+            /* the compiler rejected this source before: the same answer,
+             * without running it again on every failing launch */
+            s = rt_error(e->failed, "%s", e->message);
+            pthread_mutex_unlock(&jit.lock);
+            return s;
+        }
         jit.stats.memory_hits++;
         e->refs++;
         *desc = e->desc;
@@ -460,8 +475,12 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     nnk_jit_stats st = {0};
     void *dl = NULL;
     const nnk_kernel_desc *d = NULL;
-    s = fl ? obtain(key, cc, fl, source, symbol, &dl, &d, &st) : NNK_ENOMEM;
+    bool rejected = false;
+    s = fl ? obtain(key, cc, fl, source, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
     free(fl);
+    /* a rejected source is remembered under its key (source, compiler,
+     * flags); other failures (no compiler, a full disk, no memory) are not */
+    char *msg = s && rejected ? rt_strdup(nnk_last_error()) : NULL;
 
     pthread_mutex_lock(&jit.lock);
     jit.stats.disk_hits += st.disk_hits;
@@ -469,11 +488,15 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     jit.stats.corrupt_entries += st.corrupt_entries;
     for (jit_entry **p = &jit.entries; *p; p = &(*p)->next)
         if (*p == e) {
-            if (s)
+            if (s && !msg)
                 *p = e->next; /* the next caller tries again */
             break;
         }
-    if (s) {
+    if (s && msg) {
+        e->failed = s;
+        e->message = msg;
+        e->busy = false;
+    } else if (s) {
         free(e);
     } else {
         e->dl = dl;
@@ -507,7 +530,9 @@ static void drop(bool all)
             continue;
         }
         *p = e->next;
-        dlclose(e->dl);
+        if (e->dl)
+            dlclose(e->dl);
+        free(e->message);
         free(e);
     }
 }

@@ -240,6 +240,19 @@ def test_accumulator_types():
     a, b = R().acc_any_bool(np.zeros((3, 0), dtype=np.bool_), axes=1)
     C.equal(a, np.zeros(3, dtype=np.bool_), "any of nothing is false")
     C.equal(b, np.ones(3, dtype=np.bool_), "all of nothing is true")
+    # max/min of bools: numpy's np.max/np.min of a bool array (any/all), empty slices as any/all
+    for shape, axes in (((3, 2), 1), ((4, 33), 0), ((5, 7, 3), (0, 2)), ((3, 0), 1), ((64, 65), None)):
+        xb = rng.random(shape) < 0.5
+        if len(shape) == 2 and shape[1] > 2:
+            xb[0] = True
+            xb[1] = False
+        y = rng.uniform(-1, 1, shape).astype(np.float32)
+        hi, lo, c, e = R().acc_max_bool(xb, y, axes=axes)
+        ax = tuple(range(len(shape))) if axes is None else axes
+        C.equal(hi, np.any(xb, axis=ax), "max(bool) %s axes %s" % (shape, axes))
+        C.equal(lo, np.all(xb, axis=ax), "min(bool) %s axes %s" % (shape, axes))
+        C.equal(c, np.any(y > 0, axis=ax), "max(y > 0) %s axes %s" % (shape, axes))
+        C.equal(e, xb == np.all(xb, axis=ax, keepdims=True), "x == min(x) %s axes %s" % (shape, axes))
 
 
 def test_integer_sum_wraps():

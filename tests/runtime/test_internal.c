@@ -1,6 +1,6 @@
 /* test_internal.c - CUnit tests of libnnk's internals: SHA-256 against
  * the FIPS 180-4 / NIST vectors, the kw parser, the allocator's size
- * classes, the cache entry trailer. */
+ * classes, the cache entry trailer, the JIT's memory of failed compiles. */
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <stdio.h>
@@ -192,6 +192,48 @@ static void test_tool_run(void)
     unsetenv("NNK_COMPILE_TIMEOUT");
 }
 
+/* A source the compiler rejects, one that compiles but lacks its
+ * descriptor, one that does not load (an undefined function, as a call of
+ * a helper the prelude lacks did): each compiled once, the failure
+ * remembered per key (the same status and message again, no compiler
+ * run), until the memory cache is cleared. */
+static void test_jit_failures_cached(void)
+{
+    char dir[] = "/tmp/nnk-test-internal-XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    setenv("NNK_CACHE_DIR", dir, 1);
+    static const char *const bad[] = {"int broken( = ;\n", "int no_descriptor_here;\n",
+                                      "int nnk_test_undefined(void);\nint k__desc(void) { return nnk_test_undefined(); }\n"};
+    static const nnk_status want[] = {NNK_ECOMPILE, NNK_ECOMPILE, NNK_EIO};
+    for (int i = 0; i < 3; i++) {
+        nnk_jit_stats st0, st1, st2;
+        const nnk_kernel_desc *d = NULL;
+        nnk_jit_get_stats(&st0);
+        nnk_status s1 = rt_jit_c(bad[i], "k__desc", 0, &d, NULL);
+        char *m1 = strdup(nnk_last_error());
+        nnk_jit_get_stats(&st1);
+        nnk_status s2 = rt_jit_c(bad[i], "k__desc", 0, &d, NULL);
+        nnk_jit_get_stats(&st2);
+        CU_ASSERT_EQUAL(s1, want[i]);
+        CU_ASSERT_EQUAL(s2, s1);
+        CU_ASSERT_STRING_EQUAL(nnk_last_error(), m1);
+        CU_ASSERT_EQUAL(st1.compiles, st0.compiles + 1);
+        CU_ASSERT_EQUAL(st2.compiles, st1.compiles); /* not compiled again */
+        free(m1);
+    }
+    nnk_jit_stats a, b;
+    nnk_jit_clear_memory_cache();
+    nnk_jit_get_stats(&a);
+    const nnk_kernel_desc *d = NULL;
+    CU_ASSERT_EQUAL(rt_jit_c(bad[0], "k__desc", 0, &d, NULL), NNK_ECOMPILE);
+    nnk_jit_get_stats(&b);
+    CU_ASSERT_EQUAL(b.compiles, a.compiles + 1); /* forgotten with the memory cache */
+    unsetenv("NNK_CACHE_DIR");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -202,6 +244,7 @@ int main(void)
     CU_add_test(s, "size_classes", test_size_classes);
     CU_add_test(s, "cache_entry", test_cache_entry);
     CU_add_test(s, "tool_run", test_tool_run);
+    CU_add_test(s, "jit_failures_cached", test_jit_failures_cached);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
