@@ -291,7 +291,7 @@ def check_program(mod, prog, seed, emu=False):
                 in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng)
 
 
-AVOID = set(gen.AVOID_ALL)
+AVOID = set(gen.AVOID_DEFAULT)
 
 
 def in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng):
@@ -673,7 +673,7 @@ def run_cases(files, a):
 
 def campaign(a):
     os.makedirs(WORK, exist_ok=True)
-    avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
+    avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_DEFAULT)
     AVOID.clear()
     AVOID.update(avoid)
     t0 = time.time()
@@ -751,7 +751,7 @@ def main():
     if a.case is not None:
         return run_cases(a.case, a)
     if a.show is not None:
-        avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_ALL)
+        avoid = [x for x in a.avoid.split(",") if x] if a.avoid is not None else list(gen.AVOID_DEFAULT)
         sys.stdout.write(gen.generate(a.show, "p0_", avoid, a.size, tlist=a.T.split(",") if a.T else ()).render())
         return 0
     if not a.count and not a.seconds:
