@@ -51,6 +51,13 @@ SourceFile *source_read(Compiler *c, const char *path)
 
 SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, const char **why)
 {
+    /* The buffer comes from the arena before anything is open, so that
+     * running out of memory (nnkc_oom) leaks no descriptor; its size is a
+     * first look, checked again on the open file below. */
+    struct stat pre;
+    size_t cap = stat(path, &pre) == 0 && S_ISREG(pre.st_mode) && pre.st_size >= 0 && pre.st_size <= NNKC_MAX_IMPORT
+                     ? (size_t)pre.st_size + 1 : 1;
+    char *text = arena_alloc(c->arena, cap);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
     struct stat st;
     if (fd < 0) {
@@ -70,8 +77,12 @@ SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, con
     /* one byte more than the size says: a file that grows (or a /proc
      * file, whose size is 0) is refused, not read */
     size_t want = (size_t)st.st_size + 1, got = 0;
-    char *text = malloc(want);
-    while (text && got < want) {
+    if (want > cap) {
+        close(fd);
+        *why = "its size is not known (it changes as it is read)";
+        return NULL;
+    }
+    while (got < want) {
         ssize_t r = read(fd, text + got, want - got);
         if (r < 0 && errno == EINTR)
             continue;
@@ -80,17 +91,11 @@ SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, con
         got += (size_t)r;
     }
     close(fd);
-    if (!text)
-        nnkc_oom();
     if (got != (size_t)st.st_size) {
-        free(text);
-        *why = !text ? "out of memory" : got > (size_t)st.st_size ? "its size is not known (it changes as it is read)"
-                                                                   : "a short read";
+        *why = got > (size_t)st.st_size ? "its size is not known (it changes as it is read)" : "a short read";
         return NULL;
     }
-    SourceFile *f = source_add(c, path, text, got);
-    free(text);
-    return f;
+    return source_add(c, path, text, got);
 }
 
 SourceFile *source_get(Compiler *c, int id)

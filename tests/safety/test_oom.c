@@ -5,7 +5,8 @@
  * allocation the runtime and the compiler make goes through the wrappers
  * here.  A first run of the scenario (compile a module -> arrays -> launch
  * an elementwise and a reduction kernel -> a jit function -> free ->
- * nnk_shutdown; also a module with an error, contexts, views and copies)
+ * nnk_shutdown; also an import, a module with an error, contexts, views
+ * and copies)
  * counts its allocations, T; then for every N in 1..T a
  * child process fails the N-th allocation and checks that
  *   - every call returns NNK_OK or NNK_ENOMEM, and an NNK_OK result is
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,8 +149,11 @@ static void arm(long n)
 /* ---- the scenario ------------------------------------------------------------ */
 
 static const char *module_src =
+    "import \"lib.nnk\";\n"
     "elementwise axpy(a: f32, x: f32[], y: f32[]) -> (z: f32[]) { z = a * x + y; }\n"
-    "reduction rsum(x: f32[]) -> (s: f32) { s = sum(x * x); }\n";
+    "reduction rsum(x: f32[]) -> (s: f32) { s = sum(sq(x)); }\n";
+static const char *lib_src = "func sq(v) = v * v;\n"; /* imported from the cache directory */
+static char module_options[512];
 static const char *jit_src = "elementwise scale<T: float>(x: T[], k: T = 1) -> (y: T[]) { y = x * k; }\n";
 
 /* What the scenario saw: the first failing status, or NNK_EINTERNAL for a
@@ -205,7 +210,7 @@ static void scenario(outcome *o)
     CHECK(sb == NNK_ECOMPILE && strstr(nnk_last_error(), "nope") && strstr(nnk_last_error(), "^"));
     STEP(nnk_get_extension_context("cpu", "device_id=0", &ctx));
     STEP(nnk_context_clone(ctx, &ctx2));
-    STEP(nnk_module_compile(ctx2, module_src, "opt_level=1", &m));
+    STEP(nnk_module_compile(ctx2, module_src, module_options, &m));
     STEP(nnk_array_from_host(NULL, NNK_F32, 2, shape, v, &x));
     STEP(nnk_array_zeros(NULL, NNK_F32, 2, shape, &y));
     /* views and copies: y[:, 1:3] = x.T reshaped */
@@ -327,6 +332,14 @@ int main(void)
     if (!mkdtemp(dir))
         return 99;
     setenv("NNK_CACHE_DIR", dir, 1);
+    char lib[300];
+    snprintf(lib, sizeof lib, "%s/lib", dir);
+    snprintf(module_options, sizeof module_options, "opt_level=1 include_dirs=%s", lib);
+    snprintf(lib, sizeof lib, "%s/lib/lib.nnk", dir);
+    FILE *lf;
+    if (mkdir(module_options + strlen("opt_level=1 include_dirs="), 0700) || !(lf = fopen(lib, "w")) ||
+        fputs(lib_src, lf) < 0 || fclose(lf))
+        return 99;
     const char *step_env = getenv("NNK_OOM_STEP"), *san = getenv("SAN_FLAGS");
     long step = step_env ? atol(step_env) : san && *san ? 8 : 1;
     if (step < 1)
