@@ -439,9 +439,10 @@ class Gen:
         if typed and self.chance(0.3):
             # func f<V: class>(x: V, y: V): V is the promoted type of those arguments
             gset = {i for i in range(nargs) if i in typed[:1] or self.chance(0.5)}
-            tv = tuple(concrete(t) for t in args[min(gset)].ts)
+            tv = args[min(gset)].ts
             for i in gset:
-                tv = tuple(concrete(promote(x, y)) for x, y in zip(tv, args[i].ts))
+                tv = tuple(promote(x, y) for x, y in zip(tv, args[i].ts))
+            tv = tuple(concrete(t) for t in tv)
             cls = self.pick([c for c, ms in CLASSES.items() if all(t in ms for t in tv)])
             if "half-round" in self.avoid and any(t in ("f16", "bf16") for t in tv):
                 gset = set()

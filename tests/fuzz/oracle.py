@@ -341,10 +341,10 @@ def ev(cx, e):
         for g, _ in f.generics:
             # a func's type variable: the promoted type of its arguments
             ts = [t for (pname, pty), (t, v) in zip(f.params, vals) if pty == g]
-            tv = concrete(ts[0])
+            tv = ts[0]
             for t in ts[1:]:
-                tv = concrete(promote(tv, t))
-            gen_t[g] = tv
+                tv = promote(tv, t)
+            gen_t[g] = concrete(tv)
         for (pname, pty), (t, v) in zip(f.params, vals):
             if pty is not None:
                 pty = gen_t.get(pty, pty)
@@ -378,10 +378,33 @@ def _full(cx, v):
     return np.broadcast_to(np.asarray(v), cx.shape)
 
 
+def empty_value(cx, name, rt, ct):
+    """A reducer's value on an empty slice (language.md section 5)."""
+    ks = tuple(1 if i in cx.red_axes else d for i, d in enumerate(cx.shape))
+    if name in ("any", "all"):
+        return np.full(ks, name == "all")
+    if name in ("sum", "prod"):
+        v = 0 if name == "sum" else 1
+        return obj(np.full(ks, v)) if is_int(rt) else np.full(ks, v, dtype=compute_dtype(rt))
+    if name == "mean":
+        return np.full(ks, np.nan, dtype=compute_dtype(rt))
+    if name in ("max", "min"):
+        if ct == "bool":
+            return np.full(ks, name == "min")
+        if is_int(ct):
+            b = BITS[ct]
+            lo, hi = (0, (1 << b) - 1) if is_uns(ct) else (-(1 << (b - 1)), (1 << (b - 1)) - 1)
+            return obj(np.full(ks, lo if name == "max" else hi, dtype=object))
+        return np.full(ks, -np.inf if name == "max" else np.inf, dtype=compute_dtype(ct))
+    raise AssertionError("argmax/argmin of an empty slice")
+
+
 def reducer(cx, name, arg):
     t, v = ev(cx, arg)
     rt = reducer_type(name, t)
     ct = concrete(t)
+    if cx.n == 0:
+        return rt, empty_value(cx, name, rt, ct)
     v = convert(v, t, ct)
     a = _full(cx, v)
     ax = cx.red_axes
@@ -446,9 +469,12 @@ def custom_reduce(cx, arg, ident, cop):
     t, v = ev(cx, arg)
     ti, vi = ev(cx, ident)
     rt = concrete(promote(t, ti))
-    a = _full(cx, convert(v, t, rt))
     i0 = convert(vi, ti, rt)
     ax = cx.red_axes
+    if cx.n == 0:
+        ks = tuple(1 if i in ax else d for i, d in enumerate(cx.shape))
+        return rt, np.broadcast_to(np.asarray(i0), ks).copy()
+    a = _full(cx, convert(v, t, rt))
     m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
     m = m.reshape(m.shape[:a.ndim - len(ax)] + (-1,))
     with np.errstate(all="ignore"):
