@@ -709,7 +709,10 @@ def campaign(a):
     nprog = nfail = nconst = 0
     bi = 0
     failures = []
-    while True:
+    stop = []
+    # SIGTERM ends a campaign after its batch, with the summary line
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    while not stop:
         if a.count and nprog >= a.count:
             break
         if a.seconds and time.time() - t0 >= a.seconds:
