@@ -150,14 +150,22 @@ def host_isa():
 NATIVE_CFLAGS = ["-march=native", "-fvect-cost-model=dynamic"]
 
 
+_native = {}
+
+
 def load_native(path):
     """`path` built as the JIT builds it on this machine (CFLAGS plus
     -march=native; without the gcc-only cost model flag where the compiler
-    rejects it, as the JIT does)."""
-    try:
-        return load(path, cflags=CFLAGS + NATIVE_CFLAGS, tag="-native")
-    except RuntimeError:
-        return load(path, cflags=CFLAGS + NATIVE_CFLAGS[:1], tag="-native")
+    rejects it, as the JIT does).  Host code only: built with this module's
+    own build(), which the CUDA emulation suite does not wrap (its calls
+    are not emulated a second time)."""
+    if path not in _native:
+        try:
+            so, cfile = _plain_build(path, cflags=CFLAGS + NATIVE_CFLAGS, tag="-native")
+        except RuntimeError:
+            so, cfile = _plain_build(path, cflags=CFLAGS + NATIVE_CFLAGS[:1], tag="-native")
+        _native[path] = Module(so, cfile)
+    return _native[path]
 
 
 def vector_math_calls(so):
@@ -249,6 +257,9 @@ def build(path, extra_nnkc=(), cflags=None, tag=""):
         run([CC] + (cflags if cflags is not None else CFLAGS) + [cfile, "-o", tmp, "-lm"])
         os.replace(tmp, so)
     return so, cfile
+
+
+_plain_build = build
 
 
 def load(path, extra_nnkc=(), cflags=None, tag=""):
