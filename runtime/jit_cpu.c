@@ -318,9 +318,17 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
         }
         if (off == len) {
             fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-            char path[64] = "/proc/self";
+            /* the variants spell a serial in binary ("/." a one, "//" a
+             * zero): every load gets a name of its own however many stay
+             * loaded with this descriptor's number (growing one name by
+             * "/." ran out of room after 25) */
+            static atomic_uint serial;
             for (int i = 0; i < 64; i++) {
-                size_t pl = strlen(path);
+                char path[128];
+                unsigned v = atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed);
+                size_t pl = (size_t)snprintf(path, sizeof path, "/proc/self");
+                for (int b = 0; b < 32; b++, pl += 2)
+                    memcpy(path + pl, (v >> b) & 1 ? "/." : "//", 3);
                 snprintf(path + pl, sizeof path - pl, "/fd/%d", fd);
                 void *old = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
                 if (!old) {
@@ -330,7 +338,6 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
                     break;
                 }
                 dlclose(old);
-                snprintf(path + pl, sizeof path - pl, "/.");
             }
         }
         close(fd);

@@ -562,6 +562,36 @@ static int p_abi(char *why, size_t n)
     return 0;
 }
 
+/* ---- many kernels loaded at once ----------------------------------------------------------- */
+
+/* Objects are loaded from a memfd through /proc/self/fd/N, and N is the
+ * same for every load: each needs a name of its own for the dynamic
+ * loader, however many stay loaded (the 26th once failed, and a source
+ * that failed to load was then remembered as rejected).  Compiled, then
+ * from the disk cache. */
+static int p_many_loaded(char *why, size_t n)
+{
+    char dir[300], cache[400], salt[32];
+    workdir(dir, sizeof dir, "many");
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    setenv("NNK_CACHE_DIR", cache, 1);
+    nnk_status st;
+    for (int pass = 0; pass < 2; pass++) {
+        nnk_jit_stats s0, s1;
+        nnk_jit_get_stats(&s0);
+        for (int i = 0; i < 40; i++) {
+            snprintf(salt, sizeof salt, "many%d", i);
+            NEED(run_kernel(salt, i + 1, &st), "pass %d: kernel %d of 40 did not run: %s", pass, i + 1,
+                 nnk_last_error());
+        }
+        nnk_jit_get_stats(&s1);
+        NEED(pass == 0 || s1.disk_hits == s0.disk_hits + 40, "pass 1: %llu of 40 from the disk cache",
+             (unsigned long long)(s1.disk_hits - s0.disk_hits));
+        nnk_jit_clear_memory_cache();
+    }
+    return 0;
+}
+
 /* ---- the compiler's subprocess ----------------------------------------------------------------- */
 
 static int p_sigchld_ignored(char *why, size_t n)
@@ -796,6 +826,7 @@ static const struct {
     {"cache-clear", p_cache_clear, 60},
     {"orphan-temp-files", p_orphans, 60},
     {"abi-mismatch", p_abi, 60},
+    {"many-kernels-loaded", p_many_loaded, 90},
     {"sigchld-ignored", p_sigchld_ignored, 60},
     {"sigchld-reaper", p_sigchld_reaper, 90},
     {"fork-during-compile", p_fork_compile, 90},
