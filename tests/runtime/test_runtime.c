@@ -1285,6 +1285,49 @@ static void test_jit_fn(void)
     nnk_jit_fn_free(fn);
 }
 
+/* An output read back has the value it stores (language.md §5), also when
+ * the call stores it in another dtype than its type (docs/runtime.md: the
+ * instance is generated for the storage dtypes): p as f16 rounds 0.1f * 3
+ * to 0.300048828125, p as i8 saturates 200 to 127, and a = p reads that
+ * back. */
+static void test_jit_fn_stored_readback(void)
+{
+    nnk_jit_fn *fn;
+    OK(nnk_create_jit_fn("elementwise rb(x: f32[], k: f32) -> (p: f32[], a: f32[]) { p = x * k; a = p; }\n", NULL,
+                         &fn));
+    float x[2] = {0.1f, 2.0f}, ao[2];
+    int64_t s2[] = {2};
+    nnk_array *ax = host_f32(1, s2, x), *ph, *pi, *pf, *a;
+    OK(nnk_array_zeros(NULL, NNK_F16, 1, s2, &ph));
+    OK(nnk_array_zeros(NULL, NNK_I8, 1, s2, &pi));
+    OK(nnk_array_zeros(NULL, NNK_F32, 1, s2, &pf));
+    nnk_args *args;
+    OK(nnk_args_new(&args));
+    const struct { nnk_array *p; double k; float a0, a1; } cases[] = {
+        {ph, 3, 0.300048828125f, 6}, /* 0.1f * 3 = 0.3000000045 as f16; 6 is exact */
+        {pi, 100, 10, 127},        /* 10.000000149 truncates to 10; 200 saturates */
+        {pf, 3, 0.1f * 3, 6},      /* stored as f32: the product itself */
+    };
+    for (int i = 0; i < 3; i++) {
+        nnk_args_reset(args);
+        OK(nnk_args_array(args, ax));
+        OK(nnk_args_f64(args, cases[i].k));
+        OK(nnk_args_out(args, cases[i].p));
+        OK(nnk_jit_fn_call(fn, args));
+        OK(nnk_args_output(args, 1, &a));
+        OK(nnk_array_to_host(a, NNK_F32, ao, sizeof ao));
+        CU_ASSERT_EQUAL(ao[0], cases[i].a0);
+        CU_ASSERT_EQUAL(ao[1], cases[i].a1);
+        nnk_array_free(a);
+    }
+    nnk_args_free(args);
+    nnk_array_free(ax);
+    nnk_array_free(ph);
+    nnk_array_free(pi);
+    nnk_array_free(pf);
+    nnk_jit_fn_free(fn);
+}
+
 /* docs/runtime.md, generic kernels: a generic kernel whose default
  * instance does not type-check compiles; each call checks its own
  * instance, and one its body cannot take is NNK_EDTYPE with the rendered
@@ -1377,6 +1420,7 @@ int main(void)
     CU_add_test(s, "module", test_module);
     CU_add_test(s, "determinism", test_determinism);
     CU_add_test(s, "jit_fn", test_jit_fn);
+    CU_add_test(s, "jit_fn_stored_readback", test_jit_fn_stored_readback);
     CU_add_test(s, "lazy_generic", test_lazy_generic);
     /* NNK_TEST_ONLY=name runs one test (valgrind.sh picks a subset) */
     const char *only = getenv("NNK_TEST_ONLY");
