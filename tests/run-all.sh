@@ -38,7 +38,7 @@ summary() {
     echo "the slowest tests (seconds, build tree, test):"
     for d in build-test build-san; do
         [ -d "$d" ] || continue
-        find "$d" -name '*.log' ! -name test-suite.log ! -name config.log -exec \
+        find -H "$d" -name '*.log' ! -name test-suite.log ! -name config.log -exec \
             awk -v d="$d" '/^nnk-test-seconds: / { f = FILENAME; sub("^" d "/", "", f); sub(/\.log$/, "", f);
                                                   printf "%8.1f  %-11s %s\n", $2, d, f }' {} +
     done | sort -rn | head -n 10
