@@ -146,9 +146,23 @@ SHAPES_EMPTY = [((3, 0), (1,)), ((0, 4), (0,)), ((2, 0, 3), (0, 1))]
 
 
 def has_arg_reducer(prog):
-    return any(n[0] == "red" and n[1] in ("argmax", "argmin")
-               for st in prog.kernel.body for _, n in gen.nodes(st.expr)) or \
-        any(n[0] == "red" and n[1] in ("argmax", "argmin") for f in prog.funcs.values() for _, n in gen.nodes(f.body))
+    """Whether an output depends on an argmax or argmin (an unused let's
+    is not computed, so it cannot fail the call)."""
+    lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
+    todo = [st.expr for st in prog.kernel.body if st.kind == "out"]
+    seen = set()
+    while todo:
+        e = todo.pop()
+        for _, n in gen.nodes(e):
+            if n[0] == "red" and n[1] in ("argmax", "argmin"):
+                return True
+            if n[0] == "name" and n[1] == "let" and n[2] not in seen:
+                seen.add(n[2])
+                todo.append(lets[n[2]])
+            if n[0] == "fcall" and ("f", n[1]) not in seen:
+                seen.add(("f", n[1]))
+                todo.append(prog.funcs[n[1]].body)
+    return False
 
 
 def make_call(prog, b, rng):
