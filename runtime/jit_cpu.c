@@ -305,6 +305,7 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
 {
     void *h = NULL;
     const char *why = NULL;
+    bool tried = false; /* dlopen saw the memfd: its error is the object's (unless there is no /proc) */
     int fd = memfd_create("nnk-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd >= 0) {
         size_t off = 0;
@@ -317,6 +318,7 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
             off += (size_t)w;
         }
         if (off == len) {
+            tried = true;
             fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
             /* the variants spell a serial in binary ("/." a one, "//" a
              * zero): every load gets a name of its own however many stay
@@ -342,7 +344,7 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
         }
         close(fd);
     }
-    if (!h && access("/proc/self/fd", X_OK) != 0) {
+    if (!h && (!tried || access("/proc/self/fd", X_OK) != 0)) {
         char dir[4096], obj[4200];
         nnk_status s = rt_private_dir(dir, sizeof dir);
         if (s)

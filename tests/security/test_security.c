@@ -25,9 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -592,6 +597,37 @@ static int p_many_loaded(char *why, size_t n)
     return 0;
 }
 
+/* Without memfds (an old kernel, a seccomp profile that refuses
+ * memfd_create) objects load from a private temporary file: compiled,
+ * then from the disk cache.  memfd_create fails here by a seccomp filter
+ * of this probe's process (and the compiler it runs). */
+static int p_no_memfd(char *why, size_t n)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        SKIP("cannot install a seccomp filter: %s", strerror(errno));
+    NEED(syscall(SYS_memfd_create, "probe", 0) < 0 && errno == ENOSYS, "memfd_create still works under the filter");
+    char dir[300], cache[400];
+    workdir(dir, sizeof dir, "no-memfd");
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    setenv("NNK_CACHE_DIR", cache, 1);
+    nnk_status st;
+    NEED(run_kernel("no-memfd", 3, &st), "without memfd_create, compiled: %s", nnk_last_error());
+    nnk_jit_clear_memory_cache();
+    nnk_jit_stats s0, s1;
+    nnk_jit_get_stats(&s0);
+    NEED(run_kernel("no-memfd", 3, &st), "without memfd_create, from the disk cache: %s", nnk_last_error());
+    nnk_jit_get_stats(&s1);
+    NEED(s1.disk_hits == s0.disk_hits + 1, "the second run was not a disk hit");
+    return 0;
+}
+
 /* ---- the compiler's subprocess ----------------------------------------------------------------- */
 
 static int p_sigchld_ignored(char *why, size_t n)
@@ -827,6 +863,7 @@ static const struct {
     {"orphan-temp-files", p_orphans, 60},
     {"abi-mismatch", p_abi, 60},
     {"many-kernels-loaded", p_many_loaded, 90},
+    {"no-memfd", p_no_memfd, 60},
     {"sigchld-ignored", p_sigchld_ignored, 60},
     {"sigchld-reaper", p_sigchld_reaper, 90},
     {"fork-during-compile", p_fork_compile, 90},
