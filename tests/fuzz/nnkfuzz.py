@@ -149,20 +149,21 @@ def has_arg_reducer(prog):
     """Whether an output depends on an argmax or argmin (an unused let's
     is not computed, so it cannot fail the call)."""
     lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
-    todo = [st.expr for st in prog.kernel.body if st.kind == "out"]
     seen = set()
-    while todo:
-        e = todo.pop()
-        for _, n in gen.nodes(e):
-            if n[0] == "red" and n[1] in ("argmax", "argmin"):
-                return True
-            if n[0] == "name" and n[1] == "let" and n[2] not in seen:
-                seen.add(n[2])
-                todo.append(lets[n[2]])
-            if n[0] == "fcall" and ("f", n[1]) not in seen:
-                seen.add(("f", n[1]))
-                todo.append(prog.funcs[n[1]].body)
-    return False
+
+    def live(e):
+        if e[0] == "red" and e[1] in ("argmax", "argmin"):
+            return True
+        if e[0] == "name" and e[1] == "let" and e[2] not in seen:
+            seen.add(e[2])
+            return live(lets[e[2]])
+        if e[0] == "fcall":
+            # an argument the func's body does not read is not computed
+            f = prog.funcs[e[1]]
+            used = [gen.refs(f.body, "fparam", pn) for pn, _ in f.params]
+            return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
+        return any(live(c) for _, c in gen.children(e))
+    return any(live(st.expr) for st in prog.kernel.body if st.kind == "out")
 
 
 def make_call(prog, b, rng):

@@ -255,7 +255,12 @@ def builtin(cx, name, t, args):
         if name == "max": return np.maximum(x[0], x[1])
         if name == "clamp": return np.minimum(np.maximum(x[0], x[1]), x[2])
         if name == "fmod": return np.fmod(x[0], x[1])
-        if name == "copysign": return np.copysign(x[0], x[1])
+        if name == "copysign":
+            # the sign of a NaN is not the language's (x86 and the two back
+            # ends give either): copysign(x, NaN) is not compared
+            y = np.broadcast_to(x[1], np.broadcast(x[0], x[1]).shape)
+            cx.touched = cx.touched or bool(np.any(np.isnan(y)))
+            return _mark(cx, np.copysign(x[0], x[1]), np.isnan(y))
         w = [np.asarray(v, dtype=np.float64) for v in x]
         if name == "fma":
             w = list(np.broadcast_arrays(*w))
