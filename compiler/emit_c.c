@@ -386,6 +386,38 @@ static void ranged_fast(const char *body, Buf *out)
     buf_free(&cur);
 }
 
+/* plan.h's overlap tests: the element size of each operand, 0 for one the
+ * code does not touch. */
+static const char *op_sizes(const Gen *g, const bool *touched)
+{
+    Buf b = {0};
+    for (int op = 0; op < g->nops; op++) {
+        if (touched[op])
+            buf_printf(&b, "%ssizeof(%s)", op ? ", " : "", stype(g->op_storage[op]));
+        else
+            buf_puts(&b, op ? ", 0" : "0");
+    }
+    if (!g->nops)
+        buf_puts(&b, "0");
+    return bufstr(g->c, &b);
+}
+
+/* A parameter list without its NNK_RESTRICT qualifiers. */
+static const char *strip_restrict(const Gen *g, const char *params)
+{
+    Buf plain = {0};
+    for (const char *q = params; q && *q;) {
+        const char *m = strstr(q, "*NNK_RESTRICT ");
+        if (!m) {
+            buf_puts(&plain, q);
+            break;
+        }
+        buf_put(&plain, q, (size_t)(m - q) + 1);
+        q = m + strlen("*NNK_RESTRICT ");
+    }
+    return bufstr(g->c, &plain);
+}
+
 static void elementwise(const Gen *g, TDict *d)
 {
     const IrKernel *k = g->k;
@@ -444,12 +476,13 @@ static void elementwise(const Gen *g, TDict *d)
 
     /* parameter and argument lists: idx, used scalars, used operands */
     Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, ptrs = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0},
-        bset = {0}, bargs = {0};
+        bset = {0}, bargs = {0}, bchunk = {0}, zla = {0};
     if (nd.idx) {
         buf_puts(&cp, ", int64_t idx0");
         buf_puts(&spp, ", int64_t idx0, int64_t idxs");
         buf_puts(&apiargs, ", 0");
         buf_puts(&zero, ", 0");
+        buf_puts(&zla, ", 0, 0");
         buf_printf(&rca, ", it.off[%d]", g->nops);
         buf_printf(&rsa, ", it.off[%d], p->strides[%d][last]", g->nops, g->nops);
         buf_printf(&bargs, ", it.off[%d] + o", g->nops);
@@ -464,6 +497,7 @@ static void elementwise(const Gen *g, TDict *d)
         buf_puts(&apiargs, ", ");
         emit_load(g->scalar_type[s], g->scalar_type[s], c_param(g, g->scalar_name[s]), &apiargs);
         buf_printf(&zero, ", s%d", s);
+        buf_printf(&zla, ", s%d", s);
         buf_printf(&rca, ", s%d", s);
         buf_printf(&rsa, ", s%d", s);
         buf_printf(&bargs, ", s%d", s);
@@ -482,6 +516,7 @@ static void elementwise(const Gen *g, TDict *d)
         buf_printf(&spp, ", %s%s *p%d, int64_t d%d", cst, st, op, op);
         buf_printf(&apiargs, ", %s", c_param(g, g->op_name[op]));
         buf_printf(&zero, ", (%s%s *)p->data[%d]", cst, st, op);
+        buf_printf(&zla, ", (%s%s *)p->data[%d], 0", cst, st, op);
         buf_printf(&ptrs, "%s%s *q%d = (%s%s *)p->data[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
         buf_printf(&rca, ", q%d", op);
         buf_printf(&rsa, ", q%d, p->strides[%d][last]", op, op);
@@ -490,6 +525,9 @@ static void elementwise(const Gen *g, TDict *d)
             buf_printf(&btest, "%sp->strides[%d][last] == 1", btest.len ? " && " : "", op);
             buf_printf(&bargs, ", q%d + o", op);
         } else {
+            buf_printf(&bchunk, "const %s *a%d = r%d + o * z%d;\n", st, op, op, op);
+            buf_printf(&bchunk, "if (alias_ && z%d != 0) {\n    memcpy(b%d, a%d, (size_t)m * sizeof(%s));\n    a%d = b%d;\n}\n",
+                       op, op, op, st, op, op);
             has_bcast = true;
             buf_printf(&btest, "%s(uint64_t)p->strides[%d][last] <= 1", btest.len ? " && " : "", op);
             buf_printf(&bset, "%s b%d[NNK_BCAST];\n", st, op);
@@ -499,7 +537,7 @@ static void elementwise(const Gen *g, TDict *d)
             buf_printf(&bset, "    for (int64_t o = 0; o < len && o < NNK_BCAST; o++)\n");
             buf_printf(&bset, "        b%d[o] = *q%d;\n", op, op);
             buf_printf(&bset, "    r%d = b%d;\n}\n", op, op);
-            buf_printf(&bargs, ", r%d + o * z%d", op, op);
+            buf_printf(&bargs, ", a%d", op);
         }
     }
     /* the contiguous entry point names every parameter; mark the unused */
@@ -512,9 +550,50 @@ static void elementwise(const Gen *g, TDict *d)
     }
     tset(d, "api_unused", bufstr(g->c, &unused));
     tset(d, "contig_params", bufstr(g->c, &cp));
+    tset(d, "bcast_chunk", bufstr(g->c, &bchunk));
+    tset(d, "op_sizes", op_sizes(g, used));
+    {
+        /* the contiguous entry point in place: one-dimensional views of
+         * every tensor for NAME_strided, in declaration order */
+        Buf views = {0}, args = {0};
+        int vi = 0;
+        for (int i = 0; i < g->in->nparams; i++) {
+            const InstParam *ip = &g->in->params[i];
+            if (ip->tensor) {
+                buf_printf(&views, "const nnk_view v%d_ = {(void *)%s, 1, shape_, strides_};\n", vi,
+                           c_param(g, ip->name));
+                buf_printf(&args, "%s&v%d_", args.len ? ", " : "", vi++);
+            } else {
+                buf_printf(&args, "%s%s", args.len ? ", " : "", c_param(g, ip->name));
+            }
+        }
+        for (int i = 0; i < g->in->nouts; i++) {
+            buf_printf(&views, "const nnk_view v%d_ = {(void *)%s, 1, shape_, strides_};\n", vi,
+                       c_param(g, g->in->outs[i].name));
+            buf_printf(&args, "%s&v%d_", args.len ? ", " : "", vi++);
+        }
+        tset(d, "api_inplace_views", bufstr(g->c, &views));
+        tset(d, "api_inplace_args", bufstr(g->c, &args));
+    }
+    {
+        /* the contiguous entry point: whether an output's n elements meet
+         * an input's */
+        Buf ap = {0};
+        for (int o = g->k->nloads; o < g->nops; o++) {
+            for (int op = 0; op < g->k->nloads; op++) {
+                if (!used[op])
+                    continue;
+                buf_printf(&ap, "%snnk_meet_(%s, n * (int64_t)sizeof(%s), %s, n * (int64_t)sizeof(%s))",
+                           ap.len ? " ||\n        " : "", c_param(g, g->op_name[o]), stype(g->op_storage[o]),
+                           c_param(g, g->op_name[op]), stype(g->op_storage[op]));
+            }
+        }
+        tset(d, "api_overlap", ap.len ? bufstr(g->c, &ap) : "0");
+    }
     tset(d, "strided_params", bufstr(g->c, &spp));
     tset(d, "api_args", bufstr(g->c, &apiargs));
     tset(d, "zero_args", bufstr(g->c, &zero));
+    tset(d, "zero_strided_args", bufstr(g->c, &zla));
     tset(d, "row_ptrs", bufstr(g->c, &ptrs));
     tset(d, "row_contig_args", bufstr(g->c, &rca));
     tset(d, "row_strided_args", bufstr(g->c, &rsa));
@@ -1348,6 +1427,22 @@ static void reduction(const Gen *g, TDict *d)
     if (has_tensor) {
         blocked_fn(&erow, "n contiguous elements of the tensor outputs (row order epilogue)", g->in->name,
                    "epirow", "n", "i", eparams.data, cbody.data);
+        blocked_fn(&erow, "The same without restrict, for calls where an output shares memory with an input",
+                   g->in->name, "epirow_a", "n", "i", strip_restrict(g, eparams.data), cbody.data);
+    }
+    {
+        /* whether a call may be in place (only the tensor outputs' stores
+         * are in the restrict loops) */
+        Buf ad = {0};
+        bool all[MAXOPS];
+        for (int op = 0; op < g->nops; op++)
+            all[op] = true;
+        if (has_tensor)
+            buf_printf(&ad, "static const uint8_t size_[%d] = {%s};\nconst int alias_ = nnk_plan_overlap_(p, %d, size_);",
+                       g->nops > 0 ? g->nops : 1, op_sizes(g, all), k->nloads);
+        else
+            buf_puts(&ad, "const int alias_ = 0; /* no tensor output */");
+        tset(d, "alias_decl", bufstr(g->c, &ad));
     }
     tset(d, "epi_prologue", bufstr(g->c, &pro));
     tset(d, "scalar_stores", bufstr(g->c, &sstores));
@@ -1412,6 +1507,8 @@ static void reduction(const Gen *g, TDict *d)
     if (has_tensor) {
         blocked_fn(&cerow, "T positions of one row of the tensor outputs (column order epilogue)", g->in->name,
                    "cepirow", "T", "c", ceparams.data, cebody.data);
+        blocked_fn(&cerow, "The same without restrict, for calls where an output shares memory with an input",
+                   g->in->name, "cepirow_a", "T", "c", strip_restrict(g, ceparams.data), cebody.data);
     }
     buf_free(&cebody);
     buf_free(&cbody);

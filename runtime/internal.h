@@ -241,6 +241,9 @@ nnk_status rt_cache_store(const char *key, const char *suffix, const void *data,
 
 nnk_status rt_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views, const uint8_t *reduced,
                          bool is_reduction, int32_t naxes, const int32_t *axes);
+/* A bit per input (plan order) that shares memory with an output other
+ * than element for element: such inputs are read from a copy. */
+uint32_t rt_plan_overlapping_inputs(const nnk_plan *p, int32_t nin, const uint8_t *size, const uint8_t *reduced);
 
 /* ---- module.c, launch.c, jitfn.c ------------------------------------------------------ */
 

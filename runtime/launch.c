@@ -661,6 +661,30 @@ static nnk_status launch(call *c, nnk_args *a)
                       a->naxes < 0 ? NULL : a->axes);
     if (s)
         return rt_error_prefix(s, "kernel '%s'", k->name);
+    /* An input an output overlaps other than element for element is read
+     * from a copy taken first, as numpy does (docs/runtime.md, "In place");
+     * the exact alias (out=x) needs none: the generated code then takes
+     * its loops without restrict. */
+    uint8_t esize[NNK_MAX_TENSORS];
+    for (int32_t t = 0; t < nt; t++)
+        esize[t] = (uint8_t)nnk_dtype_size(c->arrays[t]->dtype);
+    uint32_t copy = rt_plan_overlapping_inputs(&plan, c->nin_t, esize, reduced);
+    if (copy) {
+        for (int32_t t = 0; t < c->nin_t; t++) {
+            if (!(copy >> t & 1))
+                continue;
+            nnk_array *x = c->arrays[t], *y;
+            if ((s = nnk_array_to(x, NULL, x->dtype, &y)))
+                return rt_error_prefix(s, "kernel '%s': copying an input that an output overlaps", k->name);
+            nnk_array_free(x);
+            c->arrays[t] = y;
+            views[t] = (nnk_view){rt_array_ptr(y), y->ndim, y->shape, y->strides};
+        }
+        s = rt_plan_build(&plan, c->nin_t, nt - c->nin_t, vp, reduced, k->reduction, a->naxes < 0 ? 0 : a->naxes,
+                          a->naxes < 0 ? NULL : a->axes);
+        if (s)
+            return rt_error_prefix(s, "kernel '%s'", k->name);
+    }
     int32_t j = 0;
     for (int32_t p = 0; p < k->nin; p++) {
         const nnk_param_desc *pd = &d->params[p];

@@ -16,3 +16,31 @@ nnk_status rt_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view 
     default: return rt_error(NNK_ESHAPE, "%s", msg);
     }
 }
+
+/* numpy's rule for an output that overlaps an input (docs/runtime.md,
+ * "In place"): the output may be that input element for element (the same
+ * address, element size and strides in the plan: each element is read
+ * before it is written); any other overlap makes the input one to copy.
+ * A reduced-shape output is never the same: it is stored while the
+ * position's tensor outputs may still read the input. */
+uint32_t rt_plan_overlapping_inputs(const nnk_plan *p, int32_t nin, const uint8_t *size, const uint8_t *reduced)
+{
+    uintptr_t lo[NNK_MAX_TENSORS], hi[NNK_MAX_TENSORS];
+    uint32_t copy = 0;
+    if (p->nops > NNK_MAX_TENSORS)
+        return 0;
+    for (int32_t k = 0; k < p->nops; k++)
+        nnk_plan_span_(p, k, size[k], &lo[k], &hi[k]);
+    for (int32_t i = 0; i < nin; i++) {
+        for (int32_t o = nin; o < p->nops && !(copy >> i & 1); o++) {
+            if (!(lo[o] < hi[i] && lo[i] < hi[o]))
+                continue;
+            bool same = !reduced[o] && p->data[o] == p->data[i] && size[o] == size[i];
+            for (int32_t d = 0; same && d < p->ndim; d++)
+                same = p->strides[o][d] == p->strides[i][d];
+            if (!same)
+                copy |= 1u << i;
+        }
+    }
+    return copy;
+}

@@ -294,3 +294,67 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
         p->data[k] = (char *)views[k]->data;
     return NNK_PLAN_OK;
 }
+
+/* ---- outputs that share memory with inputs (docs/c-backend.md, "In place")
+ * The contiguous loops take restrict pointers, so the compiler may move an
+ * output's store ahead of a load of the same memory through an input.  A
+ * call where an output may share memory with an input takes loops that do
+ * not let it (no restrict, or inputs copied first); these tests pick them,
+ * once per call.  size[k] is the element size of operand k in bytes, 0 for
+ * one the kernel does not touch (operands 0..nin-1 are the inputs).  Not
+ * every file calls every test. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NNK_PLAN_UNUSED_ __attribute__((unused))
+#define NNK_NOINLINE_ __attribute__((noinline))
+#else
+#define NNK_PLAN_UNUSED_
+#define NNK_NOINLINE_
+#endif
+
+/* Whether an output's byte range [lo, hi) meets an input's. */
+NNK_PLAN_UNUSED_ static int nnk_spans_meet_(int32_t nin, int32_t nops, const uintptr_t *lo, const uintptr_t *hi, const uint8_t *size)
+{
+    for (int32_t o = nin; o < nops; o++)
+        for (int32_t k = 0; size[o] && k < nin; k++)
+            if (size[k] && lo[o] < hi[k] && lo[k] < hi[o])
+                return 1;
+    return 0;
+}
+
+/* Whether the a_bytes from a meet the b_bytes from b (the contiguous
+ * entry points ask it of each pair). */
+NNK_PLAN_UNUSED_ static inline int nnk_meet_(const void *a, int64_t a_bytes, const void *b, int64_t b_bytes)
+{
+    return (uintptr_t)a < (uintptr_t)b + (uintptr_t)b_bytes && (uintptr_t)b < (uintptr_t)a + (uintptr_t)a_bytes;
+}
+
+/* The byte range operand k of a plan touches (a plan of no element touches
+ * nothing: lo == hi). */
+NNK_PLAN_UNUSED_ static void nnk_plan_span_(const nnk_plan *p, int32_t k, int64_t size, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t a = 0, b = 0;
+    for (int32_t d = 0; d < p->ndim; d++) {
+        if (p->shape[d] == 0) {
+            *lo = *hi = (uintptr_t)p->data[k];
+            return;
+        }
+        const int64_t e = (p->shape[d] - 1) * p->strides[k][d];
+        if (e < 0)
+            a += e;
+        else
+            b += e;
+    }
+    *lo = (uintptr_t)p->data[k] + (uintptr_t)(a * size);
+    *hi = (uintptr_t)p->data[k] + (uintptr_t)((b + 1) * size);
+}
+
+/* Whether an output of the plan may share memory with an input. */
+NNK_PLAN_UNUSED_ NNK_NOINLINE_ static int nnk_plan_overlap_(const nnk_plan *p, int32_t nin, const uint8_t *size)
+{
+    uintptr_t lo[NNK_MAX_TENSORS], hi[NNK_MAX_TENSORS];
+    if (p->nops > NNK_MAX_TENSORS)
+        return 1;
+    for (int32_t k = 0; k < p->nops; k++)
+        nnk_plan_span_(p, k, size[k], &lo[k], &hi[k]);
+    return nnk_spans_meet_(nin, p->nops, lo, hi, size);
+}

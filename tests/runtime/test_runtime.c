@@ -1396,6 +1396,161 @@ static void test_lazy_generic(void)
     nnk_array_free(fx);
 }
 
+/* docs/runtime.md, "In place": an output that is exactly an input (out=x)
+ * runs in place; one that overlaps an input otherwise reads a copy of the
+ * input taken first (numpy).  Both kernels of the first half are the ones
+ * whose restrict loops gcc -O2 and clang miscompiled in place. */
+static const char *const inplace_src =
+    "elementwise k0(c: i16[], a: i16[]) -> (z0: i16[], z1: i8[]) { z0 = a; z1 = c; }\n"
+    "reduction k1(b: f32[]) -> (z0: f32[], z1: f32[]) { z1 = b; z0 = 1; }\n"
+    "elementwise fma1(y: f32[], r: f32[]) -> (z: f32[]) { z = y * r + 1; }\n"
+    "elementwise inc(x: f32[]) -> (z: f32[]) { z = x + 1; }\n"
+    "reduction rs(x: f32[]) -> (r: f32, y: f32[]) { r = sum(x) + 1; y = x * 2; }\n";
+
+static nnk_array *iota_f32(int32_t ndim, const int64_t *shape, float from)
+{
+    float v[64];
+    int64_t n = 1;
+    for (int32_t d = 0; d < ndim; d++)
+        n *= shape[d];
+    for (int64_t i = 0; i < n && i < 64; i++)
+        v[i] = from + (float)i;
+    return host_f32(ndim, shape, v);
+}
+
+static void test_inplace(void)
+{
+    fresh_cache("inplace");
+    nnk_module *m;
+    OK(nnk_module_compile(NULL, inplace_src, NULL, &m));
+    nnk_kernel *k;
+    nnk_args *a;
+    OK(nnk_args_new(&a));
+
+    /* k0 with z0 = c: z1 gets c's values, not a's */
+    int16_t cv[40], av[40], co[40];
+    int8_t z1[40];
+    for (int i = 0; i < 40; i++)
+        cv[i] = (int16_t)(i + 1), av[i] = (int16_t)(1000 + i);
+    int64_t s40[] = {40};
+    nnk_array *c, *av_, *z;
+    OK(nnk_array_from_host(NULL, NNK_I16, 1, s40, cv, &c));
+    OK(nnk_array_from_host(NULL, NNK_I16, 1, s40, av, &av_));
+    OK(nnk_module_kernel(m, "k0", &k));
+    OK(nnk_args_array(a, c));
+    OK(nnk_args_array(a, av_));
+    OK(nnk_args_out(a, c));
+    OK(nnk_launch(k, a));
+    OK(nnk_args_output(a, 1, &z));
+    OK(nnk_array_to_host(z, NNK_I8, z1, sizeof z1));
+    OK(nnk_array_to_host(c, NNK_I16, co, sizeof co));
+    int bad = 0;
+    for (int i = 0; i < 40; i++)
+        bad += z1[i] != (int8_t)(i + 1) || co[i] != 1000 + i;
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_array_free(z);
+
+    /* k1 with z0 = b, shape (1, 33, 1), reducing axis 1 */
+    int64_t s133[] = {1, 33, 1};
+    nnk_array *b = iota_f32(3, s133, 2);
+    float bo[33], zo[33];
+    OK(nnk_module_kernel(m, "k1", &k));
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, b));
+    OK(nnk_args_out(a, b));
+    int32_t ax1 = 1;
+    OK(nnk_args_axes(a, 1, &ax1));
+    OK(nnk_launch(k, a));
+    OK(nnk_args_output(a, 1, &z));
+    OK(nnk_array_to_host(z, NNK_F32, zo, sizeof zo));
+    OK(nnk_array_to_host(b, NNK_F32, bo, sizeof bo));
+    bad = 0;
+    for (int i = 0; i < 33; i++)
+        bad += zo[i] != (float)(i + 2) || bo[i] != 1;
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_array_free(z);
+
+    /* y = y * y[0] + 1 with y[0] a broadcast view of y's first row */
+    int64_t s45[] = {4, 5};
+    nnk_array *y = iota_f32(2, s45, 1), *row;
+    nnk_slice first = {0, 1, 1};
+    OK(nnk_array_slice(y, 1, &first, &row));
+    OK(nnk_module_kernel(m, "fma1", &k));
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, y));
+    OK(nnk_args_array(a, row));
+    OK(nnk_args_out(a, y));
+    OK(nnk_launch(k, a));
+    float yo[20];
+    OK(nnk_array_to_host(y, NNK_F32, yo, sizeof yo));
+    bad = 0;
+    for (int i = 0; i < 20; i++)
+        bad += yo[i] != (float)(i + 1) * (float)(i % 5 + 1) + 1;
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_array_free(row);
+    nnk_array_free(y);
+
+    /* shifted and reversed outputs over the input: x[1:] = x[:-1] + 1,
+     * x[::-1] = x + 1 (each reads x as it was) */
+    nnk_array *x = iota_f32(1, s40, 0), *lo, *hi, *rev;
+    nnk_slice head = {0, 39, 1}, tail = {1, NNK_SLICE_NONE, 1}, back = {NNK_SLICE_NONE, NNK_SLICE_NONE, -1};
+    OK(nnk_array_slice(x, 1, &head, &lo));
+    OK(nnk_array_slice(x, 1, &tail, &hi));
+    OK(nnk_array_slice(x, 1, &back, &rev));
+    OK(nnk_module_kernel(m, "inc", &k));
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, lo));
+    OK(nnk_args_out(a, hi));
+    OK(nnk_launch(k, a));
+    float xo[40];
+    OK(nnk_array_to_host(x, NNK_F32, xo, sizeof xo));
+    bad = xo[0] != 0;
+    for (int i = 1; i < 40; i++)
+        bad += xo[i] != (float)i; /* x[i] = x_orig[i - 1] + 1 = i */
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_out(a, rev));
+    OK(nnk_launch(k, a));
+    OK(nnk_array_to_host(x, NNK_F32, xo, sizeof xo));
+    bad = 0;
+    for (int i = 0; i < 40; i++)
+        bad += xo[39 - i] != (float)i + 1; /* before: x[i] = i (x[0] = 0) */
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_array_free(lo);
+    nnk_array_free(hi);
+    nnk_array_free(rev);
+    nnk_array_free(x);
+
+    /* a reduced-shape output over its input: r (4, 1) = x (4, 1), reducing
+     * axis 1 with keepdims; y must read x as it was */
+    int64_t s41[] = {4, 1};
+    x = iota_f32(2, s41, 3);
+    OK(nnk_module_kernel(m, "rs", &k));
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_out(a, x));
+    OK(nnk_args_axes(a, 1, &ax1));
+    OK(nnk_args_keepdims(a, 1));
+    OK(nnk_launch(k, a));
+    OK(nnk_args_output(a, 1, &z));
+    float ro[4], yo4[4];
+    OK(nnk_array_to_host(x, NNK_F32, ro, sizeof ro));
+    OK(nnk_array_to_host(z, NNK_F32, yo4, sizeof yo4));
+    bad = 0;
+    for (int i = 0; i < 4; i++)
+        bad += ro[i] != (float)(i + 3) + 1 || yo4[i] != 2 * (float)(i + 3);
+    CU_ASSERT_EQUAL(bad, 0);
+    nnk_array_free(z);
+    nnk_array_free(x);
+
+    nnk_args_free(a);
+    nnk_array_free(b);
+    nnk_array_free(c);
+    nnk_array_free(av_);
+    nnk_module_free(m);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/nnk-test-runtime-%ld", (long)getpid());
@@ -1422,6 +1577,7 @@ int main(void)
     CU_add_test(s, "jit_fn", test_jit_fn);
     CU_add_test(s, "jit_fn_stored_readback", test_jit_fn_stored_readback);
     CU_add_test(s, "lazy_generic", test_lazy_generic);
+    CU_add_test(s, "inplace", test_inplace);
     /* NNK_TEST_ONLY=name runs one test (valgrind.sh picks a subset) */
     const char *only = getenv("NNK_TEST_ONLY");
     CU_basic_set_mode(CU_BRM_VERBOSE);
