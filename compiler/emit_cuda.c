@@ -214,7 +214,9 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
         tsetf(P, "phase", "%d", ph);
-        int32_t roots[256];
+        /* every reducer's argument (no fixed cap: a phase may have any
+         * number of reducers, and an unmarked one's value would be missing) */
+        int32_t *roots = arena_alloc(c->arena, sizeof *roots * (size_t)(k->nreds ? k->nreds : 1));
         int nroots = 0;
         Buf fields = {0}, init = {0}, merge = {0}, final = {0}, step = {0}, shfl = {0}, ident = {0};
         bool ident_n = false;
@@ -223,8 +225,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
             const IrReducer *r = &k->reds[ri];
             if (r->phase != ph)
                 continue;
-            if (nroots < 256)
-                roots[nroots++] = r->arg;
+            roots[nroots++] = r->arg;
             char comb[160], a[32], x[32], sa[32], sb[32], xa[32], xb[32], fa[32], fx[32], fld[32];
             snprintf(comb, sizeof comb, "%s__comb%d", name, ri);
             buf_printf(&fields, "%s a%d;\n", ctype(r->acc_type), ri);
