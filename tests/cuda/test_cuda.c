@@ -8,7 +8,8 @@
  *  - cu_jit: NVRTC to a cubin for sm_75, PTX for a GPU newer than NVRTC,
  *    a clear error for one older, the built-in fp16/bf16 headers, the disk
  *    cache (hit, corrupt entry), compile errors with the source line and a
- *    kept copy of the source;
+ *    kept copy of the source; no FMA contraction unless NNK_CUDA_FMAD=1
+ *    (the PTX of a * b - c, both ways);
  *  - nnkc_module_reduce_op on kernels that are and are not plain reductions.
  *
  * Environment: top_builddir (the extensions are in $top_builddir/.libs),
@@ -350,6 +351,28 @@ static bool test_jit(void)
     } else {
         CHECK(0, "the message says where the source is: %s", msg);
     }
+    /* FMA contraction: off by default (the C back end's -ffp-contract=off:
+     * a = b = 1+2^-12, c = 1+2^-11 gives 0 there and 2^-24 fused), on with
+     * NNK_CUDA_FMAD=1 (cu_init reads it; the option is in the cache key) */
+    static const char fsrc[] = "elementwise fms(a: f32[], b: f32[], c: f32[]) -> (y: f32[]) { y = a * b - c; }\n";
+    char *fms = cuda_of(fsrc, "fms", T_NONE);
+    CHECK(fms != NULL, "CUDA of fms");
+    for (int on = 0; fms && on < 2; on++) {
+        S->fmad = on;
+        char *p = NULL;
+        size_t n = 0;
+        s = cu_jit_ptx(S, 80, fms, "fms", 2, &p, &n);
+        CHECK(s == NNK_OK && p && strstr(p, "fms__ew_c"), "PTX of fms: %s", s ? nnk_last_error() : "");
+        /* PTX mul.f32 without a rounding mode may be fused by ptxas;
+         * mul.rn.f32 and sub.rn.f32 never are */
+        bool fused = p && (strstr(p, "fma.rn.f32") || strstr(p, "mul.f32")),
+             separate = p && strstr(p, "mul.rn.f32") && strstr(p, "sub.rn.f32");
+        CHECK(on ? fused : !fused && separate, "NNK_CUDA_FMAD=%d: a * b - c is %s", on,
+              fused ? "contractible (fma.rn.f32 or mul.f32)" : "a mul.rn.f32 and a sub.rn.f32");
+        free(p);
+    }
+    S->fmad = false;
+    free(fms);
     /* the front-end-only mode of the compile checks */
     s = cu_jit(S, 86, rd, "norm_f16", -1, &image, &size, &ptx, key2);
     CHECK(s == NNK_OK && !image && size == 0, "front end only: %s", s ? nnk_last_error() : "");

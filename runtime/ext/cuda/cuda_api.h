@@ -19,6 +19,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -26,13 +27,23 @@ enum {
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_STUB_LIBRARY = 34,
     CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_JIT_COMPILER_NOT_FOUND = 221,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
     CUDA_ERROR_NOT_FOUND = 500,
 };
+
+enum { CU_STREAM_NON_BLOCKING = 1 };
+enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
+enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
 
 enum {
     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
 };
 
 /* The driver entry points, by the names libcuda.so.1 exports. */
@@ -70,6 +81,16 @@ enum {
     X(cuLaunchKernel, "cuLaunchKernel", CUresult,                                                         \
       (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
        unsigned shmem, CUstream s, void **params, void **extra))
+
+/* Entry points of newer drivers (11.2, 11.3): NULL when the driver lacks
+ * them, and the extension does without (stream-ordered scratch). */
+#define NNK_CU_OPTIONAL(X)                                                                               \
+    X(cuMemAllocAsync, "cuMemAllocAsync", CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))          \
+    X(cuMemFreeAsync, "cuMemFreeAsync", CUresult, (CUdeviceptr p, CUstream s))                            \
+    X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CUresult, (CUmemoryPool * pool, CUdevice d)) \
+    X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", CUresult, (CUmemoryPool pool, int attr, void *value)) \
+    X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status))                    \
+    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", CUresult, (int *mode))
 
 /* ---- NVRTC (libnvrtc.so.N) ------------------------------------------------ */
 

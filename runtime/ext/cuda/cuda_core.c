@@ -105,6 +105,9 @@ static void load_driver(cu_state *S)
     }
     NNK_CU_FUNCTIONS(NNK_X)
 #undef NNK_X
+#define NNK_X(name, sym, ret, args) *(void **)&S->cuo.name = dlsym(S->libcuda, sym);
+    NNK_CU_OPTIONAL(NNK_X)
+#undef NNK_X
     CUresult r = S->cu.cuInit(0);
     if (r != CUDA_SUCCESS) {
         char e[256];
@@ -175,6 +178,13 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
     S->block = env_uint(S, "NNK_CUDA_BLOCK");
     S->max_grid = env_uint(S, "NNK_CUDA_MAX_GRID");
     S->force = (int)env_uint(S, "NNK_CUDA_FORCE");
+    /* Contraction of a * b + c into one FMA is an explicit opt-in: without
+     * it the GPU rounds every operation as the C back end does
+     * (-ffp-contract=off), bit for bit where the math is the same. */
+    S->fmad = env_uint(S, "NNK_CUDA_FMAD") != 0;
+    /* NNK_CUDA_PTX=1: JIT to PTX the driver compiles, never cubins (the
+     * fallback for drivers that refuse NVRTC's cubins, on demand: tests) */
+    S->force_ptx = env_uint(S, "NNK_CUDA_PTX") != 0;
     if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 3) {
         free(S);
         return host->set_error(NNK_EINVAL, "%s: NNK_CUDA_BLOCK must be a multiple of 32 up to %d, NNK_CUDA_FORCE 0..3",
@@ -213,9 +223,39 @@ void cu_fini(cu_state *S)
     free(S);
 }
 
+static bool nvrtc_load_once(cu_state *S);
+
 const char *cu_status(cu_state *S)
 {
-    return S->status;
+    /* with GPUs, which NVRTC the JIT uses is worth saying before the first compile */
+    if (S->ndevices > 0)
+        (void)nvrtc_load_once(S);
+    pthread_mutex_lock(&S->nvrtc_lock);
+    size_t n = (size_t)snprintf(S->status_buf, sizeof S->status_buf, "%s", S->status);
+    const int dmaj = S->driver_version / 1000, dmin = S->driver_version % 1000 / 10;
+    if (S->nvrtc_tried && n < sizeof S->status_buf) {
+        if (S->narchs > 0 && !S->nvrtc_error[0] && !S->driver_version)
+            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; NVRTC %d.%d", S->nvrtc_major,
+                                  S->nvrtc_minor);
+        else if (S->narchs > 0 && !S->nvrtc_error[0])
+            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; NVRTC %d.%d %s driver %d.%d: %s",
+                                  S->nvrtc_major, S->nvrtc_minor, S->nvrtc_major > dmaj ? "newer than the" : "with the",
+                                  dmaj, dmin,
+                                  S->nvrtc_major > dmaj ? "cubins may not load (PTX JIT as fallback); install the "
+                                                          "NVRTC of the driver's CUDA or set NNK_NVRTC"
+                                                        : "cubins");
+        else
+            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; no NVRTC: %s", S->nvrtc_error);
+    }
+    if (S->force_ptx && n < sizeof S->status_buf)
+        n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n,
+                              "; PTX JIT by the driver for every kernel (NNK_CUDA_PTX=1)");
+    if (S->ptx_fallbacks && n < sizeof S->status_buf)
+        snprintf(S->status_buf + n, sizeof S->status_buf - n,
+                 "; %lu module%s loaded as PTX compiled by the driver (it refused the cubin: %s)", S->ptx_fallbacks,
+                 S->ptx_fallbacks == 1 ? "" : "s", S->fallback_why);
+    pthread_mutex_unlock(&S->nvrtc_lock);
+    return S->status_buf;
 }
 
 /* ---- devices -------------------------------------------------------------------- */
@@ -239,7 +279,24 @@ nnk_status cu_enter(cu_state *S, int32_t i)
         CUcontext c = NULL;
         if ((r = S->cu.cuDevicePrimaryCtxRetain(&c, d->dev)) == CUDA_SUCCESS) {
             if ((r = S->cu.cuCtxPushCurrent(c)) == CUDA_SUCCESS) {
-                r = S->cu.cuStreamCreate(&d->stream, 0);
+                /* non-blocking: the legacy default stream of other code in
+                 * the process does not serialise with the extension's work */
+                r = S->cu.cuStreamCreate(&d->stream, CU_STREAM_NON_BLOCKING);
+                /* scratch of split reductions in stream order when the
+                 * device has memory pools; the default pool keeps what is
+                 * freed (it is the cache) */
+                int pools = 0;
+                CUmemoryPool pool = NULL;
+                if (r == CUDA_SUCCESS && S->cuo.cuMemAllocAsync && S->cuo.cuMemFreeAsync &&
+                    S->cu.cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev) ==
+                        CUDA_SUCCESS &&
+                    pools) {
+                    d->pools = true;
+                    uint64_t keep = UINT64_MAX;
+                    if (S->cuo.cuDeviceGetDefaultMemPool && S->cuo.cuMemPoolSetAttribute &&
+                        S->cuo.cuDeviceGetDefaultMemPool(&pool, d->dev) == CUDA_SUCCESS)
+                        S->cuo.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+                }
                 CUcontext o;
                 S->cu.cuCtxPopCurrent(&o);
             }
@@ -452,23 +509,34 @@ static nnk_status load_nvrtc(cu_state *S)
         preload_builtins(path);
         S->libnvrtc = try_nvrtc(S, path, &len);
     }
-    for (size_t i = 0; !path && !S->libnvrtc && i < sizeof homes / sizeof *homes; i++) {
-        if (!homes[i] || !*homes[i])
-            continue;
-        for (size_t j = 0; !S->libnvrtc && j < sizeof names / sizeof *names; j++) {
-            char p[1100];
-            for (int lib64 = 1; lib64 >= 0 && !S->libnvrtc; lib64--) {
-                fmt(p, sizeof p, "%s/%s/%s", homes[i], lib64 ? "lib64" : "lib", names[j]);
-                if (access(p, R_OK) == 0) {
-                    preload_builtins(p);
-                    S->libnvrtc = try_nvrtc(S, p, &len);
+    /* first the NVRTCs whose CUDA major version the driver has (its
+     * cubins load: minor version compatibility), then any */
+    static const int majors[] = {13, 12, 11, 0};
+    const int driver_major = S->driver_version / 1000;
+    for (int pass = 0; pass < 2 && !path && !S->libnvrtc; pass++) {
+        for (size_t i = 0; !S->libnvrtc && i < sizeof homes / sizeof *homes; i++) {
+            if (!homes[i] || !*homes[i])
+                continue;
+            for (size_t j = 0; !S->libnvrtc && j < sizeof names / sizeof *names; j++) {
+                bool fits = !driver_major || (majors[j] && majors[j] <= driver_major);
+                if (fits != (pass == 0))
+                    continue;
+                char p[1100];
+                for (int lib64 = 1; lib64 >= 0 && !S->libnvrtc; lib64--) {
+                    fmt(p, sizeof p, "%s/%s/%s", homes[i], lib64 ? "lib64" : "lib", names[j]);
+                    if (access(p, R_OK) == 0) {
+                        preload_builtins(p);
+                        S->libnvrtc = try_nvrtc(S, p, &len);
+                    }
                 }
             }
         }
+        for (size_t j = 0; !S->libnvrtc && j < sizeof names / sizeof *names; j++) {
+            bool fits = !driver_major || (majors[j] && majors[j] <= driver_major);
+            if (fits == (pass == 0) && (S->libnvrtc = try_nvrtc(S, names[j], &len)))
+                preload_builtins(loaded_path(S->libnvrtc));
+        }
     }
-    for (size_t j = 0; !path && !S->libnvrtc && j < sizeof names / sizeof *names; j++)
-        if ((S->libnvrtc = try_nvrtc(S, names[j], &len)))
-            preload_builtins(loaded_path(S->libnvrtc));
     if (!S->libnvrtc)
         return NNK_ECOMPILE;
 #define NNK_X(name, sym, ret, args)                                                                         \
@@ -511,7 +579,7 @@ static nnk_status load_nvrtc(cu_state *S)
     return NNK_OK;
 }
 
-nnk_status cu_nvrtc_ready(cu_state *S)
+static bool nvrtc_load_once(cu_state *S)
 {
     pthread_mutex_lock(&S->nvrtc_lock);
     if (!S->nvrtc_tried) {
@@ -521,6 +589,12 @@ nnk_status cu_nvrtc_ready(cu_state *S)
     }
     bool ok = S->narchs > 0 && !S->nvrtc_error[0];
     pthread_mutex_unlock(&S->nvrtc_lock);
+    return ok;
+}
+
+nnk_status cu_nvrtc_ready(cu_state *S)
+{
+    bool ok = nvrtc_load_once(S);
     return ok ? NNK_OK
               : S->host->set_error(NNK_ECOMPILE, "%s: cannot compile CUDA: %s (set NNK_NVRTC to libnvrtc's path)",
                                    S->ext, S->nvrtc_error);
@@ -531,14 +605,38 @@ nnk_status cu_nvrtc_ready(cu_state *S)
 static const char *const suffixes[CU_NSUFFIX] = {"ew_c",    "ew_c64", "ew_s",   "rd_block",
                                                  "rd_thread", "rd_part", "rd_fin", "rd_epi"};
 
+static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
+                                      bool ptx, cu_module *m, CUresult *load_error);
+
 /* Loads an image into device d's primary context (pushed by the caller). */
 static nnk_status module_load(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
-                              bool ptx, cu_module **out)
+                              bool ptx, cu_module **out, CUresult *load_error)
 {
     cu_module *m = calloc(1, sizeof *m);
     if (!m)
         return S->host->set_error(NNK_ENOMEM, "%s: out of memory", S->ext);
+    /* A first NAME_cuda may come while the caller captures a stream: this
+     * thread may then load the module and read NAME__cu_sizes (relaxed
+     * capture mode), through the extension's own non-blocking stream,
+     * which nobody captures, never the legacy stream. */
+    int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool relaxed = S->cuo.cuThreadExchangeStreamCaptureMode &&
+                   S->cuo.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    nnk_status st = module_load_relaxed(S, d, image, prefix, reduction, ptx, m, load_error);
+    if (relaxed)
+        S->cuo.cuThreadExchangeStreamCaptureMode(&mode);
+    if (st)
+        return st;
+    *out = m;
+    return NNK_OK;
+}
+
+static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
+                                      bool ptx, cu_module *m, CUresult *load_error)
+{
     CUresult r = S->cu.cuModuleLoadData(&m->mod, image);
+    if (load_error)
+        *load_error = r;
     if (r != CUDA_SUCCESS) {
         free(m);
         char what[512];
@@ -570,8 +668,9 @@ static nnk_status module_load(cu_state *S, int32_t d, const void *image, const c
         size_t bytes = 0;
         int32_t buf[66] = {0};
         r = S->cu.cuModuleGetGlobal(&p, &bytes, m->mod, name);
-        if (r == CUDA_SUCCESS && bytes >= 8 && bytes <= sizeof buf)
-            r = S->cu.cuMemcpyDtoH(buf, p, bytes);
+        if (r == CUDA_SUCCESS && bytes >= 8 && bytes <= sizeof buf &&
+            (r = S->cu.cuMemcpyDtoHAsync(buf, p, bytes, S->devs[d].stream)) == CUDA_SUCCESS)
+            r = S->cu.cuStreamSynchronize(S->devs[d].stream);
         if (r != CUDA_SUCCESS || bytes < 8 || bytes > sizeof buf || buf[0] < 0 || buf[0] > 64 ||
             (size_t)(2 + buf[0]) * 4 > bytes) {
             S->cu.cuModuleUnload(m->mod);
@@ -588,7 +687,6 @@ static nnk_status module_load(cu_state *S, int32_t d, const void *image, const c
         m->argmax = (size_t)(3 + buf[0]) * 4 <= bytes && (buf[2 + buf[0]] & 1);
     }
     m->refs = 1;
-    *out = m;
     return NNK_OK;
 }
 
@@ -711,14 +809,15 @@ static void keep_source(cu_state *S, const char *key, const char *src, char *pat
  * newer still; and the cache key of the result. */
 typedef struct jit_job {
     char arch[64], inc[1200];
-    const char *opts[8];
+    const char *opts[10];
     int nopts;
     bool ptx;
     bool syntax_only;            /* opt_level -1: the front end only (compile checks) */
     char key[65];
 } jit_job;
 
-static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, jit_job *j)
+static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, bool want_ptx,
+                            jit_job *j)
 {
     int best = 0;
     bool direct = false;
@@ -730,12 +829,13 @@ static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *pr
     if (!direct && cc < best)
         return S->host->set_error(NNK_EUNSUPPORTED, "%s: NVRTC %d.%d cannot compile for sm_%d: it supports sm_%d to sm_%d",
                                   S->ext, S->nvrtc_major, S->nvrtc_minor, cc, S->archs[0], best);
-    j->ptx = !direct;
-    fmt(j->arch, sizeof j->arch, "--gpu-architecture=%s_%d", direct ? "sm" : "compute", direct ? cc : best);
+    j->ptx = !direct || want_ptx;
+    fmt(j->arch, sizeof j->arch, "--gpu-architecture=%s_%d", j->ptx ? "compute" : "sm", direct ? cc : best);
     fmt(j->inc, sizeof j->inc, "-I%s", S->include_dir);
     j->nopts = 0;
     j->opts[j->nopts++] = j->arch;
     j->opts[j->nopts++] = "-std=c++17";
+    j->opts[j->nopts++] = S->fmad ? "--fmad=true" : "--fmad=false";
     if (S->include_dir[0])
         j->opts[j->nopts++] = j->inc;
     if (opt_level == 0 && (S->nvrtc_major > 12 || (S->nvrtc_major == 12 && S->nvrtc_minor >= 8)))
@@ -827,16 +927,30 @@ static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix
     return NNK_OK;
 }
 
-nnk_status cu_jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **image,
-                  size_t *size, bool *ptx, char key[65])
+static nnk_status jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, bool want_ptx,
+                      char **image, size_t *size, bool *ptx, char key[65])
 {
     jit_job j;
     nnk_status s = cu_nvrtc_ready(S);
-    if (s || (s = jit_setup(S, cc, src, prefix, opt_level, &j)))
+    if (s || (s = jit_setup(S, cc, src, prefix, opt_level, want_ptx, &j)))
         return s;
     *ptx = j.ptx;
     memcpy(key, j.key, 65);
     return nvrtc_compile(S, src, prefix, &j, image, size);
+}
+
+nnk_status cu_jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **image,
+                  size_t *size, bool *ptx, char key[65])
+{
+    return jit(S, cc, src, prefix, opt_level, false, image, size, ptx, key);
+}
+
+nnk_status cu_jit_ptx(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **ptx,
+                      size_t *size)
+{
+    bool is_ptx;
+    char key[65];
+    return jit(S, cc, src, prefix, opt_level, true, ptx, size, &is_ptx, key);
 }
 
 /* The instance name: the descriptor symbol without "__desc". */
@@ -863,7 +977,8 @@ nnk_status cu_kernel_compile(cu_state *S, int32_t device, const nnk_kernel_sourc
     char prefix[128];
     prefix_of(src->symbol, prefix, sizeof prefix);
     jit_job j;
-    if ((s = jit_setup(S, S->devs[device].cc, src->text, prefix, src->opt_level, &j)) || (s = cu_enter(S, device)))
+    if ((s = jit_setup(S, S->devs[device].cc, src->text, prefix, src->opt_level, S->force_ptx, &j)) ||
+        (s = cu_enter(S, device)))
         return s;
     CUcontext ctx = S->devs[device].ctx;
     pthread_mutex_lock(&S->mod_lock);
@@ -875,11 +990,34 @@ nnk_status cu_kernel_compile(cu_state *S, int32_t device, const nnk_kernel_sourc
     pthread_mutex_unlock(&S->mod_lock);
     char *image = NULL;
     size_t size = 0;
-    if (!m && !(s = nvrtc_compile(S, src->text, prefix, &j, &image, &size)) &&
-        !(s = module_load(S, device, image, prefix, src->interface->kind == NNK_KIND_REDUCTION, j.ptx, &m))) {
-        memcpy(m->key, j.key, 65);
+    CUresult lr = CUDA_SUCCESS;
+    const int red = src->interface->kind == NNK_KIND_REDUCTION;
+    char key0[65]; /* the module is cached under the cubin's key, whatever was loaded */
+    memcpy(key0, j.key, 65);
+    if (!m && !(s = nvrtc_compile(S, src->text, prefix, &j, &image, &size)))
+        s = module_load(S, device, image, prefix, red, j.ptx, &m, &lr);
+    if (s && !j.ptx &&
+        (lr == CUDA_ERROR_INVALID_IMAGE || lr == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+         lr == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)) {
+        /* the driver refused NVRTC's cubin (a driver older than NVRTC):
+         * PTX for the device's arch, which the driver compiles itself */
+        char e[256], why[256];
+        fmt(why, sizeof why, "%s", cu_error_text(S, lr, e, sizeof e));
+        free(image);
+        image = NULL;
+        if (!(s = jit_setup(S, S->devs[device].cc, src->text, prefix, src->opt_level, true, &j)) &&
+            !(s = nvrtc_compile(S, src->text, prefix, &j, &image, &size)) &&
+            !(s = module_load(S, device, image, prefix, red, true, &m, NULL))) {
+            pthread_mutex_lock(&S->nvrtc_lock);
+            if (!S->ptx_fallbacks++)
+                fmt(S->fallback_why, sizeof S->fallback_why, "%s", why);
+            pthread_mutex_unlock(&S->nvrtc_lock);
+        }
+    }
+    if (!s && m && !m->key[0]) {
+        memcpy(m->key, key0, 65);
         pthread_mutex_lock(&S->mod_lock);
-        cu_module *other = find_module(S, device, j.key, NULL, ctx);
+        cu_module *other = find_module(S, device, key0, NULL, ctx);
         if (other) { /* another thread loaded it meanwhile */
             other->refs++;
             S->cu.cuModuleUnload(m->mod);
@@ -915,7 +1053,8 @@ static nnk_status linked_module(cu_state *S, int32_t d, CUcontext ctx, const nnk
     pthread_mutex_unlock(&S->mod_lock);
     if (m)
         return *out = m, NNK_OK;
-    nnk_status s = module_load(S, d, desc->cuda_image, desc->cuda_symbol, desc->kind == NNK_KIND_REDUCTION, false, &m);
+    nnk_status s = module_load(S, d, desc->cuda_image, desc->cuda_symbol, desc->kind == NNK_KIND_REDUCTION, false, &m,
+                               NULL);
     if (s)
         return s;
     m->image = desc->cuda_image;
@@ -944,11 +1083,22 @@ nnk_status cu_kernel_load(cu_state *S, int32_t device, const nnk_kernel_desc *de
 
 /* ---- launches ------------------------------------------------------------------------------ */
 
+/* Scratch of a split reduction is stream-ordered: with memory pools,
+ * cuMemAllocAsync/cuMemFreeAsync on the launch's stream (the free is
+ * queued behind the kernels that use it, and both are legal under stream
+ * capture); without, blocks of the runtime's caching allocator, which go
+ * back to the cache when the launches are queued on the extension's own
+ * stream (every later user of the block queues behind them), and on a
+ * caller's stream (NAME_cuda) cuMemAlloc'ed memory of its own, freed
+ * after synchronising that stream, which cannot be done while the stream
+ * is being captured. */
 typedef struct launch_ctx {
     cu_state *S;
     cu_module *m;
     CUstream stream;
     bool defer;                  /* a foreign stream: free scratch after synchronising it */
+    bool pools;                  /* stream-ordered scratch */
+    bool capturing;              /* the stream is being captured */
     int32_t device;
     void *blocks[8], *ptrs[8];
     int nblocks;
@@ -989,7 +1139,47 @@ static void *lc_alloc(void *user, size_t bytes)
 {
     launch_ctx *L = user;
     void *p = NULL, *b = NULL;
-    if (L->nblocks == 8 || L->S->host->size < offsetof(nnk_host_api, block_free) + sizeof L->S->host->block_free ||
+    if (L->nblocks == 8) {
+        L->status = NNK_ENOMEM;
+        return NULL;
+    }
+    if (L->pools) {
+        CUdeviceptr d = 0;
+        CUresult r = L->S->cuo.cuMemAllocAsync(&d, bytes ? bytes : 1, L->stream);
+        if (r != CUDA_SUCCESS) {
+            char e[256];
+            fmt(L->err, L->errlen, "%s: cuMemAllocAsync(%zu bytes) for a split reduction: %s", L->S->ext, bytes,
+                cu_error_text(L->S, r, e, sizeof e));
+            L->status = r == CUDA_ERROR_OUT_OF_MEMORY ? NNK_ENOMEM : NNK_EDEVICE;
+            return NULL;
+        }
+        L->blocks[L->nblocks] = NULL;
+        L->ptrs[L->nblocks++] = (void *)(uintptr_t)d;
+        return (void *)(uintptr_t)d;
+    }
+    if (L->capturing) {
+        fmt(L->err, L->errlen,
+            "%s: a split reduction on a stream under capture needs stream-ordered memory, which this device or "
+            "driver lacks (memory pools, CUDA 11.2)",
+            L->S->ext);
+        L->status = NNK_EUNSUPPORTED;
+        return NULL;
+    }
+    if (L->defer) {
+        /* a caller's stream without pools: memory of its own (freed after
+         * the stream is synchronised), never a cached block that work on
+         * the extension's stream may still be using */
+        CUdeviceptr d = 0;
+        CUresult r = L->S->cu.cuMemAlloc(&d, bytes ? bytes : 1);
+        if (r != CUDA_SUCCESS) {
+            L->status = r == CUDA_ERROR_OUT_OF_MEMORY ? NNK_ENOMEM : NNK_EDEVICE;
+            return NULL;
+        }
+        L->blocks[L->nblocks] = NULL;
+        L->ptrs[L->nblocks++] = (void *)(uintptr_t)d;
+        return (void *)(uintptr_t)d;
+    }
+    if (L->S->host->size < offsetof(nnk_host_api, block_free) + sizeof L->S->host->block_free ||
         L->S->host->block_alloc(L->S->ext, L->device, bytes, &p, &b) != NNK_OK) {
         L->status = NNK_ENOMEM;
         return NULL;
@@ -1002,20 +1192,30 @@ static void *lc_alloc(void *user, size_t bytes)
 static void lc_release(void *user, void *ptr)
 {
     launch_ctx *L = user;
-    if (L->defer)
-        return; /* after the stream is synchronised */
-    for (int i = 0; i < L->nblocks; i++)
-        if (L->ptrs[i] == ptr) {
+    for (int i = 0; i < L->nblocks; i++) {
+        if (L->ptrs[i] != ptr)
+            continue;
+        if (L->pools) {
+            L->S->cuo.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, L->stream); /* behind the kernels */
+        } else if (L->defer) {
+            return; /* after the stream is synchronised */
+        } else {
             L->S->host->block_free(L->blocks[i]);
-            L->blocks[i] = L->ptrs[i] = NULL;
+            L->blocks[i] = NULL;
         }
+        L->ptrs[i] = NULL;
+    }
 }
 
 /* Runs module m's kernels over the plan on `stream` (the context pushed). */
 static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan, CUstream stream, bool defer)
 {
     char err[1024] = "";
-    launch_ctx lc = {.S = S, .m = m, .stream = stream, .defer = defer, .device = d, .err = err, .errlen = sizeof err};
+    launch_ctx lc = {.S = S, .m = m, .stream = stream, .defer = defer, .pools = S->devs[d].pools, .device = d,
+                     .err = err, .errlen = sizeof err};
+    int cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (defer && !lc.pools && S->cuo.cuStreamIsCapturing && S->cuo.cuStreamIsCapturing(stream, &cap) == CUDA_SUCCESS)
+        lc.capturing = cap != CU_STREAM_CAPTURE_STATUS_NONE;
     nnk_cuda_launcher L;
     memset(&L, 0, sizeof L);
     L.user = &lc;
@@ -1027,11 +1227,14 @@ static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan
     L.max_grid = S->max_grid;
     L.force = S->force;
     int rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &L, err, sizeof err);
-    if (defer && lc.nblocks) {
+    for (int i = 0; lc.pools && i < lc.nblocks; i++)
+        if (lc.ptrs[i]) /* not released (a failed dispatch) */
+            S->cuo.cuMemFreeAsync((CUdeviceptr)(uintptr_t)lc.ptrs[i], stream);
+    if (defer && !lc.pools && lc.nblocks) {
         CUresult r = S->cu.cuStreamSynchronize(stream);
         for (int i = 0; i < lc.nblocks; i++)
-            if (lc.blocks[i])
-                S->host->block_free(lc.blocks[i]);
+            if (lc.ptrs[i])
+                S->cu.cuMemFree((CUdeviceptr)(uintptr_t)lc.ptrs[i]);
         if (r != CUDA_SUCCESS && rc == 0)
             return cu_fail(S, NNK_EDEVICE, r, "cuStreamSynchronize");
     }

@@ -21,6 +21,12 @@ typedef struct cu_fns {
 #undef NNK_X
 } cu_fns;
 
+typedef struct cu_optional_fns {
+#define NNK_X(name, sym, ret, args) ret(*name) args;
+    NNK_CU_OPTIONAL(NNK_X)
+#undef NNK_X
+} cu_optional_fns;
+
 typedef struct nvrtc_fns {
 #define NNK_X(name, sym, ret, args) ret(*name) args;
     NNK_NVRTC_FUNCTIONS(NNK_X)
@@ -34,7 +40,8 @@ typedef struct cu_device {
     int sms, cc;                 /* streaming multiprocessors; compute capability 10*major+minor */
     pthread_mutex_t lock;
     CUcontext ctx;               /* the primary context, retained on first use */
-    CUstream stream;             /* the extension's stream on this device */
+    CUstream stream;             /* the extension's stream on this device (non-blocking) */
+    bool pools;                  /* stream-ordered allocation (cuMemAllocAsync) for scratch */
 } cu_device;
 
 /* A loaded module: the kernels of one instance on one device. */
@@ -65,6 +72,7 @@ typedef struct cu_state {
     const char *ext;             /* "cuda" or "cudnn": the allocator scratch comes from */
     void *libcuda;
     cu_fns cu;
+    cu_optional_fns cuo;
     int driver_version;
     int ndevices;
     cu_device *devs;
@@ -72,6 +80,8 @@ typedef struct cu_state {
     /* test and tuning knobs (NNK_CUDA_BLOCK, NNK_CUDA_MAX_GRID, NNK_CUDA_FORCE) */
     unsigned block, max_grid;
     int force;
+    bool fmad;                   /* NNK_CUDA_FMAD=1: NVRTC may contract a * b + c (--fmad=true) */
+    bool force_ptx;              /* NNK_CUDA_PTX=1: PTX JIT by the driver, no cubins */
     /* NVRTC, loaded at the first compile */
     pthread_mutex_t nvrtc_lock;
     bool nvrtc_tried;
@@ -85,10 +95,16 @@ typedef struct cu_state {
     pthread_mutex_t mod_lock;
     cu_module *modules;
     unsigned long compiles, disk_hits, memory_hits;
+    /* cubins the driver refused, loaded as PTX it compiled instead */
+    unsigned long ptx_fallbacks;
+    char fallback_why[256];
+    char status_buf[2048];       /* cu_status's text */
 } cu_state;
 
 nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out);
 void cu_fini(cu_state *S);
+/* The devices (or why none), the NVRTC in use against the driver, and
+ * the modules the driver compiled from PTX because it refused a cubin. */
 const char *cu_status(cu_state *S);
 /* The CUDA error's name and text, "CUDA_ERROR_X: text". */
 const char *cu_error_text(cu_state *S, CUresult r, char *buf, size_t n);
@@ -123,5 +139,9 @@ nnk_status cu_nvrtc_ready(cu_state *S);
  * -1 runs the front end only (--fdevice-syntax-only; no image). */
 nnk_status cu_jit(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **image,
                   size_t *size, bool *ptx, char key[65]);
+/* The PTX NVRTC makes of src for compute_CC with the options of cu_jit
+ * (the PTX lint of tests/cuda); *ptx is malloc'ed, NUL-terminated. */
+nnk_status cu_jit_ptx(cu_state *S, int cc, const char *src, const char *prefix, int32_t opt_level, char **ptx,
+                      size_t *size);
 
 #endif

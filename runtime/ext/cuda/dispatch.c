@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+enum { NNK_SPLIT_MIN = 64 };
+
 static int fail(char *err, size_t errlen, const char *msg)
 {
     if (err && errlen)
@@ -132,13 +134,15 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
     if (force == 2)
         return launch(L, name, "rd_thread", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
 
-    /* Split: about 8 blocks per SM in all, each part at least 2 blocks' worth. */
+    /* Split: about 8 blocks per SM in all, each thread of a part at least
+     * NNK_SPLIT_MIN elements (bytes in flight per thread, and few parts
+     * for rd_fin to merge). */
     if (!sizes || sizes->nphases < 0 || sizes->nphases > 64)
         return fail(err, errlen, "missing reduction sizes for a split reduction");
     if (p->nkept > 65535)
         return fail(err, errlen, "too many output positions for a split reduction");
     int64_t parts = (int64_t)sms * 8 / p->nkept;
-    int64_t most = (n + 2 * block - 1) / (2 * block);
+    int64_t most = (n + NNK_SPLIT_MIN * block - 1) / (NNK_SPLIT_MIN * block);
     if (parts > most)
         parts = most;
     if (parts < 1)
@@ -154,7 +158,8 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
     a.finals = L->alloc(L->user, (size_t)p->nkept * (size_t)(sizes->finals_size ? sizes->finals_size : 1));
     int rc = 0;
     if (!a.scratch || !a.finals) {
-        rc = fail(err, errlen, "out of device memory for a split reduction");
+        /* the launcher may have said why */
+        rc = err && errlen && err[0] ? -1 : fail(err, errlen, "out of device memory for a split reduction");
     } else {
         for (int ph = 1; ph <= sizes->nphases && rc == 0; ph++) {
             a.phase = ph;

@@ -31,6 +31,29 @@ typedef struct dnn_fns {
 #undef NNK_X
 } dnn_fns;
 
+/* cuDNN's descriptors of one call shape (dtype, op, dimensions, strides),
+ * made once and kept: creating and setting three descriptors per call
+ * costs more than a small reduction. */
+enum { DNN_SHAPES = 16 };
+typedef struct dnn_shape {
+    bool used;
+    int dt, op, nd, adims[12], astr[12], cdims[12], cstr[12];
+    cudnnTensorDescriptor_t a, c;
+    cudnnReduceTensorDescriptor_t r;
+    size_t ws_bytes;
+    unsigned long last;        /* for replacing the least recently used */
+} dnn_shape;
+
+/* One handle per device, used under the device's lock: a cudnnHandle_t
+ * is not safe to use from two threads at once, and cudnnReduceTensor only
+ * queues work on the stream, so the lock is held for microseconds. */
+typedef struct dnn_device {
+    pthread_mutex_t lock;
+    cudnnHandle_t handle;      /* made on first use */
+    dnn_shape shapes[DNN_SHAPES];
+    unsigned long clock;
+} dnn_device;
+
 typedef struct dnn_state {
     cu_state *cu;
     void *lib;
@@ -38,9 +61,9 @@ typedef struct dnn_state {
     bool usable;               /* cuDNN loaded (and not disabled) */
     size_t version;
     char why[1024];            /* cuDNN found, or why not */
-    pthread_mutex_t lock;
-    cudnnHandle_t *handles;    /* per device, made on first use */
-    unsigned long by_cudnn, by_cuda;
+    pthread_mutex_t lock;      /* the counters */
+    dnn_device *devs;          /* per device */
+    unsigned long by_cudnn, by_cuda, shapes_made;
     char status[2048];
 } dnn_state;
 
@@ -101,24 +124,44 @@ static nnk_status init(const nnk_host_api *host, void **state)
     }
     pthread_mutex_init(&D->lock, NULL);
     load_cudnn(D);
-    if (D->cu->ndevices > 0 && !(D->handles = calloc((size_t)D->cu->ndevices, sizeof *D->handles))) {
+    if (D->cu->ndevices > 0 && !(D->devs = calloc((size_t)D->cu->ndevices, sizeof *D->devs))) {
         cu_fini(D->cu);
+        pthread_mutex_destroy(&D->lock);
         free(D);
         return host->set_error(NNK_ENOMEM, "cudnn: out of memory");
     }
+    for (int i = 0; i < D->cu->ndevices; i++)
+        pthread_mutex_init(&D->devs[i].lock, NULL);
     *state = D;
     return NNK_OK;
+}
+
+static void drop_shape(dnn_state *D, dnn_shape *sh)
+{
+    if (sh->r)
+        D->f.cudnnDestroyReduceTensorDescriptor(sh->r);
+    if (sh->c)
+        D->f.cudnnDestroyTensorDescriptor(sh->c);
+    if (sh->a)
+        D->f.cudnnDestroyTensorDescriptor(sh->a);
+    memset(sh, 0, sizeof *sh);
 }
 
 static void fini(void *state)
 {
     dnn_state *D = state;
-    for (int i = 0; i < D->cu->ndevices; i++)
-        if (D->handles[i] && cu_enter(D->cu, i) == NNK_OK) {
-            D->f.cudnnDestroy(D->handles[i]);
+    for (int i = 0; i < D->cu->ndevices; i++) {
+        dnn_device *dv = &D->devs[i];
+        if (dv->handle && cu_enter(D->cu, i) == NNK_OK) {
+            for (int k = 0; k < DNN_SHAPES; k++)
+                if (dv->shapes[k].used)
+                    drop_shape(D, &dv->shapes[k]);
+            D->f.cudnnDestroy(dv->handle);
             cu_leave(D->cu);
         }
-    free(D->handles);
+        pthread_mutex_destroy(&dv->lock);
+    }
+    free(D->devs);
     cu_fini(D->cu);
     pthread_mutex_destroy(&D->lock);
     free(D);
@@ -128,9 +171,9 @@ static const char *status(void *state)
 {
     dnn_state *D = state;
     pthread_mutex_lock(&D->lock);
-    snprintf(D->status, sizeof D->status, "%s%s; %lu reduction%s by cuDNN, %lu by generated CUDA; %s", D->why,
-             D->usable ? "" : " (contexts fall back to cuda)", D->by_cudnn, D->by_cudnn == 1 ? "" : "s", D->by_cuda,
-             cu_status(D->cu));
+    snprintf(D->status, sizeof D->status, "%s%s; %lu reduction%s by cuDNN (%lu shape%s described), %lu by generated CUDA; %s",
+             D->why, D->usable ? "" : " (contexts fall back to cuda)", D->by_cudnn, D->by_cudnn == 1 ? "" : "s",
+             D->shapes_made, D->shapes_made == 1 ? "" : "s", D->by_cuda, cu_status(D->cu));
     pthread_mutex_unlock(&D->lock);
     return D->status;
 }
@@ -235,6 +278,51 @@ static bool describe(const nnk_plan *p, int *nd, int *adims, int *astr, int *cdi
     return true;
 }
 
+/* The descriptors of a shape on device dv (its lock held, its context
+ * current): cached, else made (replacing the least recently used). */
+static dnn_shape *shape_of(dnn_state *D, dnn_device *dv, int dt, int op, int comp, int nd, const int *adims,
+                           const int *astr, const int *cdims, const int *cstr)
+{
+    dnn_shape *victim = &dv->shapes[0];
+    size_t n = (size_t)nd * sizeof(int);
+    for (int k = 0; k < DNN_SHAPES; k++) {
+        dnn_shape *sh = &dv->shapes[k];
+        if (sh->used && sh->dt == dt && sh->op == op && sh->nd == nd && memcmp(sh->adims, adims, n) == 0 &&
+            memcmp(sh->astr, astr, n) == 0 && memcmp(sh->cdims, cdims, n) == 0 && memcmp(sh->cstr, cstr, n) == 0) {
+            sh->last = ++dv->clock;
+            return sh;
+        }
+        if (!sh->used || (victim->used && sh->last < victim->last))
+            victim = sh;
+    }
+    if (victim->used)
+        drop_shape(D, victim);
+    dnn_shape *sh = victim;
+    sh->dt = dt;
+    sh->op = op;
+    sh->nd = nd;
+    memcpy(sh->adims, adims, n);
+    memcpy(sh->astr, astr, n);
+    memcpy(sh->cdims, cdims, n);
+    memcpy(sh->cstr, cstr, n);
+    if (D->f.cudnnCreateTensorDescriptor(&sh->a) == 0 && D->f.cudnnCreateTensorDescriptor(&sh->c) == 0 &&
+        D->f.cudnnCreateReduceTensorDescriptor(&sh->r) == 0 &&
+        D->f.cudnnSetTensorNdDescriptor(sh->a, dt, nd, adims, astr) == 0 &&
+        D->f.cudnnSetTensorNdDescriptor(sh->c, dt, nd, cdims, cstr) == 0 &&
+        D->f.cudnnSetReduceTensorDescriptor(sh->r, op - 1, comp, CUDNN_PROPAGATE_NAN, CUDNN_REDUCE_TENSOR_NO_INDICES,
+                                            CUDNN_32BIT_INDICES) == 0 &&
+        D->f.cudnnGetReductionWorkspaceSize(dv->handle, sh->r, sh->a, sh->c, &sh->ws_bytes) == 0) {
+        sh->used = true;
+        sh->last = ++dv->clock;
+        pthread_mutex_lock(&D->lock);
+        D->shapes_made++;
+        pthread_mutex_unlock(&D->lock);
+        return sh;
+    }
+    drop_shape(D, sh);
+    return NULL;
+}
+
 /* Runs the reduction with cuDNN on the device's stream; false when it
  * did not (the caller runs the generated CUDA). */
 static bool run_cudnn(dnn_state *D, int32_t dev, const nnk_ext_kernel *k, const nnk_plan *p, int32_t op)
@@ -253,39 +341,28 @@ static bool run_cudnn(dnn_state *D, int32_t dev, const nnk_ext_kernel *k, const 
     cu_state *S = D->cu;
     if (cu_enter(S, dev) != NNK_OK)
         return false;
+    dnn_device *dv = &D->devs[dev];
     bool ok = false;
-    pthread_mutex_lock(&D->lock);
-    if (!D->handles[dev] && D->f.cudnnCreate(&D->handles[dev]) == CUDNN_STATUS_SUCCESS)
-        D->f.cudnnSetStream(D->handles[dev], S->devs[dev].stream);
-    cudnnHandle_t h = D->handles[dev];
-    pthread_mutex_unlock(&D->lock);
-    cudnnTensorDescriptor_t a = NULL, c = NULL;
-    cudnnReduceTensorDescriptor_t r = NULL;
     void *ws = NULL, *block = NULL;
-    size_t wsb = 0;
     int comp = tin == NNK_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    if (h && D->f.cudnnCreateTensorDescriptor(&a) == 0 && D->f.cudnnCreateTensorDescriptor(&c) == 0 &&
-        D->f.cudnnCreateReduceTensorDescriptor(&r) == 0 &&
-        D->f.cudnnSetTensorNdDescriptor(a, dt, nd, adims, astr) == 0 &&
-        D->f.cudnnSetTensorNdDescriptor(c, dt, nd, cdims, cstr) == 0 &&
-        D->f.cudnnSetReduceTensorDescriptor(r, op - 1, comp, CUDNN_PROPAGATE_NAN, CUDNN_REDUCE_TENSOR_NO_INDICES,
-                                            CUDNN_32BIT_INDICES) == 0 &&
-        D->f.cudnnGetReductionWorkspaceSize(h, r, a, c, &wsb) == 0 &&
-        (wsb == 0 || S->host->block_alloc("cudnn", dev, wsb, &ws, &block) == NNK_OK)) {
+    pthread_mutex_lock(&dv->lock);
+    if (!dv->handle && D->f.cudnnCreate(&dv->handle) == CUDNN_STATUS_SUCCESS &&
+        D->f.cudnnSetStream(dv->handle, S->devs[dev].stream) != CUDNN_STATUS_SUCCESS) {
+        D->f.cudnnDestroy(dv->handle);
+        dv->handle = NULL;
+    }
+    dnn_shape *sh = dv->handle ? shape_of(D, dv, dt, op, comp, nd, adims, astr, cdims, cstr) : NULL;
+    if (sh && (sh->ws_bytes == 0 || S->host->block_alloc("cudnn", dev, sh->ws_bytes, &ws, &block) == NNK_OK)) {
         double one64 = 1, zero64 = 0;
         float one32 = 1, zero32 = 0;
         const void *alpha = comp == CUDNN_DATA_DOUBLE ? (const void *)&one64 : (const void *)&one32;
         const void *beta = comp == CUDNN_DATA_DOUBLE ? (const void *)&zero64 : (const void *)&zero32;
-        ok = D->f.cudnnReduceTensor(h, r, NULL, 0, ws, wsb, alpha, a, p->data[0], beta, c, p->data[1]) == 0;
+        ok = D->f.cudnnReduceTensor(dv->handle, sh->r, NULL, 0, ws, sh->ws_bytes, alpha, sh->a, p->data[0], beta,
+                                    sh->c, p->data[1]) == 0;
     }
+    pthread_mutex_unlock(&dv->lock);
     if (block)
         S->host->block_free(block); /* stream-ordered: later users queue behind the reduction */
-    if (r)
-        D->f.cudnnDestroyReduceTensorDescriptor(r);
-    if (c)
-        D->f.cudnnDestroyTensorDescriptor(c);
-    if (a)
-        D->f.cudnnDestroyTensorDescriptor(a);
     cu_leave(S);
     return ok;
 }
