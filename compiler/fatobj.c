@@ -209,7 +209,7 @@ static bool read_all(const char *path, unsigned char **data, size_t *size)
 }
 
 unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
-                             const char *archs, int opt_level, size_t *size, char **err)
+                             const char *archs, int opt_level, bool fmad, size_t *size, char **err)
 {
     *err = NULL;
     Arch a[32];
@@ -262,6 +262,17 @@ unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptio
         argv[n++] = optflag;
         argv[n++] = (char *)"--threads";
         argv[n++] = threads;
+        /* no FMA contraction unless asked: the C code is built with
+         * -ffp-contract=off, and the GPU must round as it does */
+        argv[n++] = (char *)(fmad ? "-fmad=true" : "-fmad=false");
+        /* NNKC_CUDA_KEEP=DIR keeps nvcc's intermediate files (the PTX the
+         * lint of tests/cuda/fatobj-check.sh reads) */
+        const char *keep = getenv("NNKC_CUDA_KEEP");
+        if (keep && *keep) {
+            argv[n++] = (char *)"-keep";
+            argv[n++] = (char *)"-keep-dir";
+            argv[n++] = (char *)keep;
+        }
         int ptx = -1;
         for (int i = 0; i < na; i++)
             if (!a[i].variant)

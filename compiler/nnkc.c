@@ -28,6 +28,7 @@ typedef struct Args {
     bool dep_phony;          /* -MP */
     const char *cuda_archs;
     bool no_cuda;
+    bool cuda_fmad;          /* --cuda-fmad */
     List inputs;
     Options opt;
     int color;               /* -1 auto, 0 never, 1 always */
@@ -56,6 +57,7 @@ static const char usage_text[] =
     "  -MT TARGET           the depfile's target (default: the output)\n"
     "  -MP                  add a phony target for every import\n"
     "  --cuda-arch=LIST     GPU architectures of fat objects (default " NNK_DEFAULT_CUDA_ARCHS ")\n"
+    "  --cuda-fmad          let nvcc fuse a * b + c into one FMA (results then differ from the C code's)\n"
     "  --no-cuda            CPU code only\n"
     "  -Werror              treat warnings as errors\n"
     "  -Wconversion         warn about implicit conversions that may change a value\n"
@@ -219,6 +221,8 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
             a->cuda_archs = s + 12;
         } else if (strcmp(s, "--no-cuda") == 0) {
             a->no_cuda = true;
+        } else if (strcmp(s, "--cuda-fmad") == 0) {
+            a->cuda_fmad = true;
         } else if (strncmp(s, "--color=", 8) == 0) {
             const char *w = s + 8;
             a->color = strcmp(w, "always") == 0 ? 1 : strcmp(w, "never") == 0 ? 0 : strcmp(w, "auto") == 0 ? -1 : -2;
@@ -465,7 +469,8 @@ static int compile_one(const Args *a, const char *path)
                 size_t fat_size = 0;
                 if (nvcc) {
                     char *err = NULL;
-                    fat = fatobj_fatbin(c, &c->instances, &eo, nvcc, a->cuda_archs, a->opt.opt_level, &fat_size, &err);
+                    fat = fatobj_fatbin(c, &c->instances, &eo, nvcc, a->cuda_archs, a->opt.opt_level, a->cuda_fmad,
+                                        &fat_size, &err);
                     if (!fat) {
                         fprintf(stderr, "nnkc: error: %s\n", err ? err : "nvcc failed");
                         free(err);

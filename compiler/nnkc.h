@@ -656,9 +656,10 @@ bool fatobj_check_archs(const char *list, char *err, size_t errlen);
 /* nvcc: $NNK_NVCC, else configure's; NULL when there is none ("no"). */
 const char *fatobj_nvcc(void);
 /* nvcc -fatbin of the instances' CUDA (SASS per arch, PTX of the newest):
- * malloc'ed bytes, or NULL with a malloc'ed message in *err. */
+ * malloc'ed bytes, or NULL with a malloc'ed message in *err.  fmad lets
+ * nvcc contract a * b + c (--cuda-fmad); otherwise -fmad=false. */
 unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
-                             const char *archs, int opt_level, size_t *size, char **err);
+                             const char *archs, int opt_level, bool fmad, size_t *size, char **err);
 /* The object's C: the fatbin as an array (fatbin may be NULL: CPU only;
  * opt->with_cuda must say which), the generated C, the entry points. */
 void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, const unsigned char *fatbin,
