@@ -29,7 +29,12 @@ on every call.  emu_extra.py adds odd sizes with every combination.
 
     emu_conformance.py TEST_MODULE.py [-k SUBSTRING]
 
-Environment: as nnkconf (top_builddir, top_srcdir, CC), CXX (default c++).
+Environment: as nnkconf (top_builddir, top_srcdir, CC), CXX (default c++);
+NNK_EMU_CXX (default CXX) and NNK_EMU_OPT (default -O0) compile the
+generated CUDA and the emulation runtime, so that an optimiser-dependent
+bug of the generated code cannot hide behind one compiler at -O0:
+emu-conformance.sh runs the plain build's suite at -O2, the sanitizer
+build's at -O0, and emu-clang.sh a slice with clang++ -O2.
 """
 import ctypes
 import hashlib
@@ -45,10 +50,13 @@ SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "conformance"))
 import nnkconf as C  # noqa: E402
 
-CXX = os.environ.get("CXX") or "c++"
+CXX = os.environ.get("NNK_EMU_CXX") or os.environ.get("CXX") or "c++"
+OPT = os.environ.get("NNK_EMU_OPT") or "-O0"
+if OPT not in ("-O0", "-O1", "-O2", "-O3", "-Os"):
+    sys.exit("emu_conformance: NNK_EMU_OPT must be -O0..-O3 or -Os, not %r" % OPT)
 EMU = os.path.join(SRCDIR, "tests", "cudaemu")
 WORK = os.path.join(C.WORK, "emu")
-CXXFLAGS = ["-std=gnu++17", "-O0", "-fPIC", "-pthread", "-ffp-contract=off", "-w",
+CXXFLAGS = ["-std=gnu++17", OPT, "-fPIC", "-pthread", "-ffp-contract=off", "-w",
             "-I" + os.path.join(EMU, "include"), "-I" + EMU, "-include", os.path.join(EMU, "cudaemu.h")]
 FULL = os.environ.get("NNK_EMU_FULL") == "1"
 EW_ULP = 4
@@ -340,8 +348,9 @@ def main():
     mod = importlib.import_module(mod_name)
     sys.argv = [path] + sys.argv[2:]
     rc = C.main(vars(mod), sys.argv[1:])
-    print("# %s under emulation: %d calls, %d emulated launches over %d knob combinations, %.1fs emulating, %.1fs in all"
-          % (mod_name, Stats.calls, Stats.launches, len(Stats.combos), Stats.seconds, time.time() - t0), flush=True)
+    print("# %s under emulation (%s %s): %d calls, %d emulated launches over %d knob combinations, %.1fs emulating, "
+          "%.1fs in all" % (mod_name, CXX, OPT, Stats.calls, Stats.launches, len(Stats.combos), Stats.seconds,
+                            time.time() - t0), flush=True)
     if Stats.calls == 0:
         print("# no NAME_strided call was emulated")
         return 1

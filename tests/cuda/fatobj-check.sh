@@ -6,7 +6,8 @@
 # a bad --cuda-arch, the header in C and C++; then an application linked
 # with libnnk and one linked without it, both run on the CPU fallback
 # (fatapp.c).  Every test and sample kernel file (tests/diagnostics/valid,
-# samples) is also built into a fat object for one arch.
+# samples) is also built into a fat object for one arch, and the PTX nvcc
+# made of it passes the PTX lint (tests/cuda/ptx_lint).
 # Exit 77 (skipped) only when nvcc is absent; the CPU-only parts still run.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -103,6 +104,32 @@ expect_archs "$tmp/one.o" "elf sm_86 ptx sm_86" "--cuda-arch=86"
 expect_archs "$tmp/fam.o" "elf sm_80 ptx sm_89" "--cuda-arch=sm_89,sm_80,sm_86"
 echo "fatobj-check: fat objects built in $(( $(date +%s) - start ))s"
 
+# FMA contraction: -fmad=false unless --cuda-fmad (docs/cuda-backend.md):
+# nvcc's PTX of a * b - c has mul.rn.f32 and sub.rn.f32 (never fused), or
+# with --cuda-fmad a contractible mul.f32 or an fma
+printf 'elementwise fms(a: f32[], b: f32[], c: f32[]) -> (y: f32[]) { y = a * b - c; }\n' >"$tmp/fms.nnk"
+for mode in default --cuda-fmad; do
+	rm -rf "$tmp/fk" && mkdir -p "$tmp/fk"
+	flag=; [ $mode = default ] || flag=$mode
+	# shellcheck disable=SC2086 # no flag is no word
+	if NNKC_CUDA_KEEP="$tmp/fk" "$nnkc" -c $flag --cuda-arch=sm_80 "$tmp/fms.nnk" -o "$tmp/fms.o" 2>"$tmp/err"; then
+		if [ $mode = default ]; then
+			if grep -q 'mul\.rn\.f32' "$tmp/fk"/*.ptx && grep -q 'sub\.rn\.f32' "$tmp/fk"/*.ptx &&
+				! grep -Eq 'fma\.rn\.f32|mul\.f32' "$tmp/fk"/*.ptx; then
+				ok "a * b - c not contracted by default (-fmad=false)"
+			else
+				bad "a * b - c: nvcc's PTX is not mul.rn + sub.rn"
+			fi
+		elif grep -Eq 'fma\.rn\.f32|mul\.f32' "$tmp/fk"/*.ptx; then
+			ok "--cuda-fmad: a * b - c contractible"
+		else
+			bad "--cuda-fmad: no contractible multiply in nvcc's PTX"
+		fi
+	else
+		bad "nnkc -c $mode fms.nnk: $(cat "$tmp/err")"
+	fi
+done
+
 # the header: C and C++
 for lang in c c++; do
 	if echo '#include "fat.h"' | $cc -x $lang -fsyntax-only -Wall -Wextra -Werror -I"$tmp" - 2>"$tmp/err"; then
@@ -125,15 +152,20 @@ n=0
 for f in $files; do
 	n=$((n + 1))
 	b=$(basename "$f" .nnk)
-	( if "$nnkc" -c -I"$(dirname "$f")" --cuda-arch=sm_80 "$f" -o "$tmp/all-$n-$b.o" 2>"$tmp/all-$n.log" &&
-	     [ "$(archs_of "$tmp/all-$n-$b.o")" = "elf sm_80 ptx sm_80 " ]; then echo ok >"$tmp/all-$n.st"; else echo FAIL >"$tmp/all-$n.st"; fi ) &
+	# nvcc's PTX kept (NNKC_CUDA_KEEP) for the PTX lint (tests/cuda/ptx_lint.h)
+	mkdir -p "$tmp/keep-$n"
+	( if NNKC_CUDA_KEEP="$tmp/keep-$n" "$nnkc" -c -I"$(dirname "$f")" --cuda-arch=sm_80 "$f" -o "$tmp/all-$n-$b.o" 2>"$tmp/all-$n.log" &&
+	     [ "$(archs_of "$tmp/all-$n-$b.o")" = "elf sm_80 ptx sm_80 " ] &&
+	     "$top_builddir/tests/cuda/ptx_lint" "$tmp/keep-$n"/*.ptx >>"$tmp/all-$n.log" 2>&1; then
+		echo ok >"$tmp/all-$n.st"; else echo FAIL >"$tmp/all-$n.st"; fi
+	  rm -rf "$tmp/keep-$n" ) &
 	[ $((n % 2)) -eq 0 ] && wait
 done
 wait
 n=0
 for f in $files; do
 	n=$((n + 1))
-	if [ "$(cat "$tmp/all-$n.st")" = ok ]; then ok "fat object of ${f#"$top_srcdir"/} (sm_80)"; else bad "fat object of $f:"; cat "$tmp/all-$n.log"; fi
+	if [ "$(cat "$tmp/all-$n.st")" = ok ]; then ok "fat object of ${f#"$top_srcdir"/} (sm_80), nvcc's PTX lint-clean"; else bad "fat object of $f:"; cat "$tmp/all-$n.log"; fi
 done
 echo "fatobj-check: $n kernel files as fat objects in $(( $(date +%s) - start ))s"
 exit $fail

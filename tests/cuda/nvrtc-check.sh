@@ -2,7 +2,11 @@
 # nvrtc-check.sh: every kernel file of the tests and samples
 # (tests/diagnostics/valid, tests/conformance, tests/cuda/kernels, samples)
 # as CUDA (nnkc -S --target=cuda) compiles with NVRTC for every arch it
-# supports from sm_75 up (nvrtc_check).  Skip (77) only when no CUDA
+# supports from sm_75 up (nvrtc_check), and its PTX at the runtime's own
+# options and optimisation level passes the PTX lint (tests/cuda/ptx_lint.h:
+# no global access in a loop through an unchanged kernel-parameter pointer,
+# none through an undefined register; docs/cuda-backend.md).  The lint
+# itself must flag tests/cuda/lint-bad.ptx.  Skip (77) only when no CUDA
 # toolkit was configured and no NVRTC can be found; with a toolkit, a
 # missing NVRTC is a failure.
 set -u
@@ -11,6 +15,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-nvrtc.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 status=0
 n=0
+# the lint finds what it is for (and nothing in the good kernel)
+lint=$("$top_builddir/tests/cuda/ptx_lint" "$top_srcdir/tests/cuda/lint-bad.ptx")
+if [ $? -eq 1 ] && [ "$(printf '%s\n' "$lint" | grep -c 'kernel bad_sum__rd_part: .*kernel-parameter pointer')" = 1 ] &&
+	[ "$(printf '%s\n' "$lint" | grep -c 'kernel bad_sum_i8__rd_part: .*nothing defines')" = 1 ] &&
+	! printf '%s\n' "$lint" | grep -q good_sum; then
+	echo "nvrtc-check: ok   the PTX lint flags lint-bad.ptx"
+else
+	echo "nvrtc-check: FAIL the PTX lint on lint-bad.ptx:"
+	printf '%s\n' "$lint"
+	status=1
+fi
 for f in "$top_srcdir"/tests/diagnostics/valid/*.nnk "$top_srcdir"/tests/conformance/kernels/*.nnk \
 	"$top_srcdir"/tests/cuda/kernels/*.nnk "$top_srcdir"/samples/*.nnk "$top_srcdir"/samples/*/*.nnk; do
 	[ -f "$f" ] || continue

@@ -37,6 +37,10 @@ class DeviceInfo(ctypes.Structure):
                 ("host_accessible", ctypes.c_int32)]
 
 
+class Slice(ctypes.Structure):
+    _fields_ = [("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64)]
+
+
 class Runtime:
     def __init__(self, path=None):
         self.lib = ctypes.CDLL(path or "libnnk.so.0")
@@ -60,6 +64,8 @@ class Runtime:
             "nnk_array_free": (None, [P]),
             "nnk_array_copy": (ctypes.c_int, [P, P]),
             "nnk_array_permute": (ctypes.c_int, [P, I32, ctypes.POINTER(I32), ctypes.POINTER(P)]),
+            "nnk_array_slice": (ctypes.c_int, [P, I32, ctypes.POINTER(Slice), ctypes.POINTER(P)]),
+            "nnk_array_broadcast_to": (ctypes.c_int, [P, I32, ctypes.POINTER(I64), ctypes.POINTER(P)]),
             "nnk_array_ndim": (I32, [P]),
             "nnk_array_shape": (ctypes.POINTER(I64), [P]),
             "nnk_array_dtype": (ctypes.c_int, [P]),
@@ -171,6 +177,19 @@ class Runtime:
         v = ctypes.c_void_p()
         p = (ctypes.c_int32 * len(perm))(*perm)
         self.check(self.lib.nnk_array_permute(a, len(perm), p, ctypes.byref(v)), "array_permute")
+        return v
+
+    def slice(self, a, start, stop, step=1):
+        """a[start:stop:step] along the first axis (Python semantics)."""
+        v = ctypes.c_void_p()
+        s = Slice(start, stop, step)
+        self.check(self.lib.nnk_array_slice(a, 1, ctypes.byref(s), ctypes.byref(v)), "array_slice")
+        return v
+
+    def broadcast_to(self, a, shape):
+        v = ctypes.c_void_p()
+        sh = (ctypes.c_int64 * len(shape))(*shape)
+        self.check(self.lib.nnk_array_broadcast_to(a, len(shape), sh, ctypes.byref(v)), "array_broadcast_to")
         return v
 
     def copy(self, dst, src):
