@@ -871,9 +871,10 @@ static Cache find_cache(const Gen *g)
     Cache c = {-1, -1};
     if (k->nphases < 1)
         return c;
-    int32_t roots[256], troots[MAXOPS];
+    /* every reducer's argument: a phase may have any number of reducers */
+    int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(k->nreds + 1)), troots[MAXOPS];
     int nroots = 0, nt = 0;
-    for (int ri = 0; ri < k->nreds && nroots < 256; ri++)
+    for (int ri = 0; ri < k->nreds; ri++)
         if (k->reds[ri].phase == k->nphases)
             roots[nroots++] = k->reds[ri].arg;
     for (int i = 0; i < k->nouts; i++)
@@ -938,7 +939,9 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
 {
     const IrKernel *k = g->k;
     const int IDX = g->nops;
-    int32_t roots[256], iroots[256];
+    /* no cap: a reducer left out would have its value undeclared */
+    int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(k->nreds + 1)),
+            *iroots = nnkc_scratch(sizeof *iroots * (size_t)(k->nreds + 1));
     int nroots = 0, niroots = 0;
     bool custom = false, mean = false, has_arg = false;
     Buf names = {0}, fields = {0}, initl = {0}, merge = {0}, final = {0}, lanes = {0}, reset = {0}, carry = {0},
@@ -954,9 +957,8 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         has_arg |= arg;
         custom |= r->kind == R_CUSTOM;
         mean |= r->kind == R_MEAN;
-        if (nroots < 256)
-            roots[nroots++] = r->arg;
-        if (r->kind == R_CUSTOM && niroots < 256)
+        roots[nroots++] = r->arg;
+        if (r->kind == R_CUSTOM)
             iroots[niroots++] = r->ident;
         buf_printf(&names, "%s#%d %s", names.len ? ", " : "", ri, reducer_info[r->kind].name);
         const char *A = ctype(r->acc_type);
@@ -1178,8 +1180,8 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     Buf crows = {0}, cpro = {0}, choist = {0}, cload = {0}, colb = {0}, crow = {0}, cfs_s = {0}, cfs_ab = {0},
         cfs_cur = {0}, cfs_res = {0};
     {
-        int32_t br[256];
-        int nb = set_roots(g, bnd, br, 256);
+        int32_t *br = nnkc_scratch(sizeof *br * (size_t)(g->k->nnodes + 1));
+        int nb = set_roots(g, bnd, br, g->k->nnodes);
         if (nb)
             col_prep(g, br, nb, bnd, &crows);
         else
