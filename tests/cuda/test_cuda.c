@@ -63,7 +63,7 @@ static void test_reduce_op(void)
         "reduction rscaled(x: f32[], a: f32) -> (r: f32) { r = sum(a * x); }\n"
         "reduction rsoft(x: f32[]) -> (y: f32[]) { y = x / sum(x); }\n"
         "reduction rargmax(x: f32[]) -> (i: i64) { i = argmax(x); }\n"
-        "reduction rint(x: i32[]) -> (r: i32) { r = sum(x); }\n"
+        "reduction rsumint(x: i32[]) -> (r: i32) { r = sum(x); }\n"
         "reduction rtwoout(x: f32[]) -> (a: f32, b: f32) { a = sum(x); b = max(x); }\n"
         "elementwise ew(x: f32[]) -> (y: f32[]) { y = x; }\n";
     NnkcModuleOptions o = {NULL, 2};
@@ -80,7 +80,7 @@ static void test_reduce_op(void)
         {"rn1", T_F16, NNKC_REDUCE_NORM1},    {"rn2", T_F32, NNKC_REDUCE_NORM2},    {"rn2", T_F64, NNKC_REDUCE_NORM2},
         {"rplus1", T_F32, NNKC_REDUCE_NONE},  {"rwide", T_NONE, NNKC_REDUCE_NONE},  {"rtwo", T_NONE, NNKC_REDUCE_NONE},
         {"rscaled", T_NONE, NNKC_REDUCE_NONE}, {"rsoft", T_NONE, NNKC_REDUCE_NONE}, {"rargmax", T_NONE, NNKC_REDUCE_NONE},
-        {"rint", T_NONE, NNKC_REDUCE_NONE},   {"rtwoout", T_NONE, NNKC_REDUCE_NONE}, {"ew", T_NONE, NNKC_REDUCE_NONE},
+        {"rsumint", T_NONE, NNKC_REDUCE_NONE},  {"rtwoout", T_NONE, NNKC_REDUCE_NONE}, {"ew", T_NONE, NNKC_REDUCE_NONE},
         {"nosuch", T_NONE, NNKC_REDUCE_NONE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
