@@ -5,9 +5,7 @@ compared with the C back end by emu_conformance's wrapper; a few results
 are also checked against numpy.  Kernels: tests/cuda/kernels/emu_extra.nnk.
 Sizes: around the block and vector widths (1, 3, 31, 33, 255, 257, 1023,
 4097), unaligned and strided views, long slices that the split path cuts
-(2 x 100003), many short ones (700 x 3), column reductions; reductions
-with large states (tests/cuda/kernels/big_state.nnk: a shared slot per warp,
-and one slot for all)."""
+(2 x 100003), many short ones (700 x 3), column reductions."""
 import os
 import sys
 
@@ -21,7 +19,6 @@ E.install()
 
 rng = np.random.default_rng(7)
 K = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "emu_extra.nnk")
-BIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "big_state.nnk")
 SIZES = [1, 3, 31, 33, 255, 257, 1023, 4097]
 
 
@@ -73,17 +70,6 @@ def test_epilogues():
         M().softmax_bf16(C.bf16(x), axes=axes)
         M().layernorm(x, axes=axes)
     M().absmax(rng.standard_normal((5, 1001)), axes=1)
-
-
-def test_big_states():
-    """200 f64 sums (a shared slot per warp) and 300 (one slot, warps folded
-    one by one; over 256 reducers), every path: sum_k k * sum(x)."""
-    for shape, axes in (((5000,), None), ((3, 300), 1)):
-        x = rng.standard_normal(shape)
-        for name, n in (("sums200", 200), ("sums300", 300)):
-            r = getattr(C.load(BIG), name)(x, axes=axes)
-            want = x.sum(axis=axes) * (n * (n + 1) / 2)
-            C.close(r, want, "f64", ulp=1 << 30, atol=1e-6 * n * n * np.abs(x).sum(), what="%s %s" % (name, shape))
 
 
 if __name__ == "__main__":

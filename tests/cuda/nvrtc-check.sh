@@ -36,6 +36,15 @@ for f in "$top_srcdir"/tests/diagnostics/valid/*.nnk "$top_srcdir"/tests/conform
 		status=1
 	fi
 done
+# over 256 reducers in a phase: the C back end declares every value
+# (-fsyntax-only of its 16 MB of C: 4 CPU seconds)
+if "$top_builddir/nnkc" -S --target=c "$top_srcdir/tests/cuda/kernels/big_state.nnk" -o "$tmp/big_state.c" &&
+	${CC:-cc} -std=c11 -fsyntax-only -Wall -Wextra -Werror "$tmp/big_state.c"; then
+	echo "nvrtc-check: ok   the C of big_state.nnk (300 reducers in a phase) compiles"
+else
+	echo "nvrtc-check: FAIL the C of big_state.nnk does not compile"
+	status=1
+fi
 # no disk cache: every compile is real
 NNK_CACHE=0 "$top_builddir/tests/cuda/nvrtc_check" "$tmp"/*.cu
 rc=$?
