@@ -23,7 +23,8 @@
 # every step ran and passed.
 #
 # Environment: NNK_GPU_BUILD (build directory, default $TMPDIR/nnk-gpu-build),
-# NNK_GPU_BUDGET (seconds, default 460), OUT (where logs go, if set: the
+# NNK_GPU_BUDGET (seconds, default 470), NNK_GPU_BUILD_LIMIT (the build step's, default
+# 120: a slow machine's dry run may need more), OUT (where logs go, if set: the
 # device machine's result folder), CUDA_HOME, NNK_NVRTC (libnvrtc's path),
 # PYTHON (a python3 with numpy; default: the first of python3,
 # /usr/bin/python3, ... that has numpy, preferring one with torch), JOBS
@@ -149,7 +150,7 @@ if [ -z "$cuda_home" ]; then
 	done
 fi
 export SRC BUILD JOBS cuda_home TARBALL
-step build 120 sh "$SRC/tests/gpu/build.sh" || true
+step build "${NNK_GPU_BUILD_LIMIT:-120}" sh "$SRC/tests/gpu/build.sh" || true
 OBJ=$BUILD/obj
 [ -x "$OBJ/nnkc" ] && [ -f "$OBJ/.libs/libnnk_ext_cuda.so" ] && BUILT=1
 [ $BUILT = 1 ] || say "BUILD FAILED: nothing below can run (log $LOGS/build.log)"
