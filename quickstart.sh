@@ -27,11 +27,13 @@ demo | check) ;;
 esac
 
 # What the build and the tests need (README.md, "Packages"), and what the
-# Python module (python3-dev, python3-pytest) and the OpenCL back end
+# Python module (python3-dev, python3-pytest; pip, setuptools and wheel for
+# tests/python/pip-install.sh) and the OpenCL back end
 # (PoCL, the ICD loader, headers, clinfo) use.  CUDA is optional and not a
 # Debian package here: configure finds it at /usr/local/cuda.
 PACKAGES="build-essential autoconf automake libtool pkg-config re2c lemon libcunit1-dev
-python3 python3-numpy python3-pytest python3-dev valgrind clang cmake file
+python3 python3-numpy python3-pytest python3-dev python3-pip python3-setuptools python3-wheel
+valgrind clang cmake file
 pocl-opencl-icd ocl-icd-opencl-dev opencl-c-headers clinfo"
 
 missing=
