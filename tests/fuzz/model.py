@@ -290,7 +290,8 @@ def convert(v, frm, to, explicit=False):
     """The value v of type frm as type to.  Weak values: adopt (promotion)
     keeps f32 precision for f16/bf16, an explicit conversion rounds."""
     if frm == to:
-        return v
+        # f16(x) of an f16 value held in f32 rounds it (language.md section 3)
+        return round_half(v, to) if explicit and to in ("f16", "bf16") else v
     if to == "bool":
         return to_bool(v, frm)
     if frm in WEAK:
