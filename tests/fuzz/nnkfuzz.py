@@ -149,6 +149,8 @@ def has_arg_reducer(prog):
     """Whether an output depends on an argmax or argmin (an unused let's
     is not computed, so it cannot fail the call)."""
     lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
+    # what const_cond may look through: lets and outputs read back
+    bound = {st.name: st.expr for st in prog.kernel.body if st.kind in ("let", "out")}
     seen = set()
 
     def live(e):
@@ -162,7 +164,7 @@ def has_arg_reducer(prog):
             f = prog.funcs[e[1]]
             used = [reads(f.body, pn) for pn, _ in f.params]
             return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
-        if e[0] == "sel" and const_cond(e[2]):
+        if e[0] == "sel" and const_cond(e[2], bound):
             # a constant condition: the folder keeps one branch (which one
             # is not worked out here, so neither counts)
             return live(e[2])
@@ -170,9 +172,18 @@ def has_arg_reducer(prog):
     return any(live(st.expr) for st in prog.kernel.body if st.kind == "out")
 
 
-def const_cond(c):
-    return not any(n[0] in ("name", "idx", "n", "red", "reduce") and not (n[0] == "name" and n[1] == "const")
-                   for _, n in gen.nodes(c))
+def const_cond(c, bound=None):
+    """Whether condition c folds to a constant: it reads consts, literals,
+    and lets and outputs read back that fold (let u = 10.; where(u, ...)),
+    nothing else."""
+    bound = bound or {}
+    for _, n in gen.nodes(c):
+        if n[0] == "name" and n[1] in ("let", "out") and n[2] in bound:
+            if not const_cond(bound[n[2]], bound):
+                return False
+        elif n[0] in ("name", "idx", "n", "red", "reduce") and not (n[0] == "name" and n[1] == "const"):
+            return False
+    return True
 
 
 def reads(e, pn):
