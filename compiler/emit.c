@@ -356,15 +356,7 @@ void emit_red_identity(const IrReducer *r, Buf *out)
     case R_PROD: case R_ALL: emit_literal(value_int(a, 1), a, out); break;
     case R_MAX:
     case R_MIN: {
-        bool mx = r->kind == R_MAX;
-        static const char *const lo[] = {"0", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN", "0", "0", "0", "0"};
-        static const char *const hi[] = {"1", "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "UINT8_MAX",
-                                         "UINT16_MAX", "UINT32_MAX", "UINT64_MAX"};
-        if (type_is_float(a))
-            buf_puts(out, mx ? (a == T_F64 ? "-(double)INFINITY" : "-INFINITY")
-                             : (a == T_F64 ? "(double)INFINITY" : "INFINITY"));
-        else
-            buf_puts(out, mx ? lo[a] : hi[a]);
+        buf_puts(out, r->kind == R_MAX ? type_info[a].lowest : type_info[a].highest);
         break;
     }
     case R_ARGMAX: case R_ARGMIN: buf_puts(out, "0"); break;
@@ -501,16 +493,12 @@ void emit_operands_init(EmitOperands *o, const Instance *in)
 /* Types in the public signatures: f16 and bf16 by their typedef names. */
 const char *emit_api_type(Type t)
 {
-    return t == T_F16 ? "nnk_f16" : t == T_BF16 ? "nnk_bf16" : stype(t);
+    return type_info[t].api;
 }
 
 const char *emit_scalar_member(Type t)
 {
-    switch (t) {
-    case T_BOOL: return "b";
-    case T_F16: case T_BF16: return "u16";
-    default: return type_name(t);
-    }
+    return type_info[t].member;
 }
 
 /* "const float s0 = <plan>scalars[0].f32;" for each scalar parameter. */

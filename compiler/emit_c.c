@@ -193,9 +193,7 @@ static const char *bufstr(Compiler *c, Buf *b)
 
 static const char *dtype_enum(Type t)
 {
-    static const char *const names[] = {"NNK_BOOL", "NNK_I8", "NNK_I16", "NNK_I32", "NNK_I64", "NNK_U8", "NNK_U16",
-                                        "NNK_U32", "NNK_U64", "NNK_F16", "NNK_BF16", "NNK_F32", "NNK_F64"};
-    return names[t];
+    return type_info[t].abi;
 }
 
 /* A source name as a C parameter name (names.c). */

@@ -144,20 +144,11 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
 
 /* ---- reductions ------------------------------------------------------------------ */
 
-/* A state field through a warp shuffle: 8/16-bit and bool fields go as int,
- * 64-bit integers as (unsigned) long long. */
+/* A state field through a warp shuffle, carried as types.def's shuffle
+ * type (8/16-bit and bool fields as int, 64-bit integers as long long). */
 static void shfl_field(Type t, const char *field, Buf *out)
 {
-    const char *via;
-    switch (t) {
-    case T_F32: case T_F16: case T_BF16: via = "float"; break;
-    case T_F64: via = "double"; break;
-    case T_I64: via = "long long"; break;
-    case T_U64: via = "unsigned long long"; break;
-    case T_U32: via = "unsigned"; break;
-    default: via = "int"; break;
-    }
-    buf_printf(out, "o.%s = (%s)nnk_shfl_down((%s)s->%s, d);\n", field, ctype(t), via, field);
+    buf_printf(out, "o.%s = (%s)nnk_shfl_down((%s)s->%s, d);\n", field, ctype(t), type_info[t].shuffle, field);
 }
 
 static void combine_functions(Compiler *c, const EmitOperands *o, const char *name, Buf *out)

@@ -147,7 +147,7 @@ const char *diag_suggest(const char *name, const char *const *cands, int n);
 /* ===================================================================== */
 
 typedef enum {
-#define TYPE(id, name, cls, bits, cs, cc) T_##id,
+#define TYPE(id, ...) T_##id,
 #include "types.def"
 #undef TYPE
     T_NSCALAR,
@@ -168,6 +168,11 @@ typedef struct TypeInfo {
     TypeClass cls;
     int bits;
     const char *storage, *compute; /* C types in generated code */
+    const char *api;               /* C type in public signatures */
+    const char *member;            /* nnk_scalar's member */
+    const char *lowest, *highest;  /* C expressions of the compute type */
+    const char *shuffle;           /* CUDA warp shuffle carrier */
+    const char *abi;               /* "NNK_<ID>", nnk_dtype's name */
 } TypeInfo;
 
 extern const TypeInfo type_info[T_NSCALAR];

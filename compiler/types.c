@@ -1,14 +1,23 @@
 /* types.c - scalar types, generic classes and the promotion rules of
  * language.md §2. */
 #include "nnkc.h"
+#include "nnk/abi.h"
 
 #include <string.h>
 
 const TypeInfo type_info[T_NSCALAR] = {
-#define TYPE(id, name, cls, bits, cs, cc) {name, cls, bits, cs, cc},
+#define TYPE(id, name, cls, bits, storage, compute, api, member, lo, hi, shfl) \
+    {name, cls, bits, storage, compute, api, member, lo, hi, shfl, "NNK_" #id},
 #include "types.def"
 #undef TYPE
 };
+
+/* nnk/abi.h spells the list out for generated code, which embeds it: each
+ * row's NNK_<ID> must have the row's position, and nothing more is listed. */
+#define TYPE(id, ...) _Static_assert((int)T_##id == (int)NNK_##id, "nnk_dtype NNK_" #id " is types.def's row " #id);
+#include "types.def"
+#undef TYPE
+_Static_assert((int)T_NSCALAR == (int)NNK_DTYPE_COUNT, "nnk_dtype lists the rows of types.def");
 
 static const char *const class_names[] = {"bool", "int", "uint", "float", "num", "any"};
 

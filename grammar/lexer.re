@@ -258,9 +258,12 @@ int lexer_next(Lexer *lx, Token *t)
             "false"       { TOK(FALSE); }
             "idx"         { TOK(IDX); }
             "n"           { TOK(N); }
-            "bool" | "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64"
-            | "f16" | "bf16" | "f32" | "f64" { TOK(TYPENAME); }
-            ident         { TOK(IDENT); }
+            ident {
+                /* the type names are types.def's, not a second list here */
+                if (type_lookup((const char *)lx->tok, (size_t)(lx->cur - lx->tok)) != T_NONE)
+                    TOK(TYPENAME);
+                TOK(IDENT);
+            }
 
             "("  { TOK(LPAREN); }
             ")"  { TOK(RPAREN); }

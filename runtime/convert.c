@@ -10,10 +10,6 @@
 
 #include <string.h>
 
-_Static_assert((int)T_BOOL == (int)NNK_BOOL && (int)T_F16 == (int)NNK_F16 && (int)T_F64 == (int)NNK_F64 &&
-                   (int)T_NSCALAR == (int)NNK_DTYPE_COUNT,
-               "libnnkc's Type and nnk_dtype list the scalar types in the same order");
-
 static Value load(const char *p, nnk_dtype t)
 {
     switch (t) {

@@ -151,8 +151,9 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[NNK_DTYPE_COUNT] = {
-    {"bool", 1}, {"i8", 1}, {"i16", 2}, {"i32", 4}, {"i64", 8}, {"u8", 1}, {"u16", 2},
-    {"u32", 4}, {"u64", 8}, {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"f64", 8},
+#define TYPE(id, name, cls, bits, ...) [NNK_##id] = {name, bits / 8},
+#include "types.def"
+#undef TYPE
 };
 
 const char *nnk_dtype_name(nnk_dtype t)
