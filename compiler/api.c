@@ -218,10 +218,12 @@ char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, con
             EmitOptions eo = {.source_name = "<jit>", .symbol_suffix = ""};
             if (target == NNKC_TARGET_C)
                 emit_c_file(c, &one, &eo, &out);
-            else
+            else if (target == NNKC_TARGET_CUDA)
                 emit_cuda_file(c, &one, &eo, &out);
+            else
+                emit_opencl_file(c, &one, &eo, &out);
             if (c->error_events == events) {
-                if (symbol) {
+                if (symbol && target != NNKC_TARGET_OPENCL) {
                     Buf s = {0};
                     buf_printf(&s, "%s__desc", in->name);
                     sym = buf_detach(&s);

@@ -39,16 +39,16 @@ static const char usage_text[] =
     "\n"
     "What to do (one of):\n"
     "  --check              check the files; diagnostics only\n"
-    "  -S                   write source code: --target=c (default) or --target=cuda\n"
+    "  -S                   write source code: --target=c (default), --target=cuda or --target=opencl\n"
     "  -c                   write a fat object: the C code (compiled with the C compiler configure\n"
     "                       found) and, with nvcc, the CUDA code for --cuda-arch; NAME_cuda, NAME_run\n"
     "  --emit-header        write the C header declaring the kernels' entry points\n"
-    "  --emit=KIND          write a dump: ast (checked tree with types), ir, c, cuda, header\n"
+    "  --emit=KIND          write a dump: ast (checked tree with types), ir, c, cuda, opencl, header\n"
     "\n"
     "Options:\n"
     "  -o FILE              output file ('-' for stdout); default: the input with the output's suffix\n"
     "  -H FILE              with -c, also write the header to FILE\n"
-    "  --target=c|cuda      the language of -S\n"
+    "  --target=c|cuda|opencl the language of -S (opencl: OpenCL C 1.2, docs/opencl.md)\n"
     "  -I DIR               search DIR for imports (after the importing file's directory)\n"
     "  -T T1,T2,...         instantiate generic kernels for these types (e.g. -T f32,f16)\n"
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
@@ -168,19 +168,22 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
                 rc = set_mode(a, MODE_AST, s);
             else if (strcmp(k, "ir") == 0)
                 rc = set_mode(a, MODE_IR, s);
-            else if (strcmp(k, "c") == 0 || strcmp(k, "cuda") == 0)
-                rc = set_mode(a, MODE_SOURCE, s), a->target = k[1] ? NNKC_TARGET_CUDA : NNKC_TARGET_C;
+            else if (strcmp(k, "c") == 0 || strcmp(k, "cuda") == 0 || strcmp(k, "opencl") == 0)
+                rc = set_mode(a, MODE_SOURCE, s),
+                a->target = k[1] == 'u' ? NNKC_TARGET_CUDA : k[1] ? NNKC_TARGET_OPENCL : NNKC_TARGET_C;
             else if (strcmp(k, "header") == 0)
                 rc = set_mode(a, MODE_HEADER, s);
             else
-                return usage_error("unknown --emit kind '%s' (known: ast, ir, c, cuda, header)", k);
+                return usage_error("unknown --emit kind '%s' (known: ast, ir, c, cuda, opencl, header)", k);
         } else if (strncmp(s, "--target=", 9) == 0) {
             if (strcmp(s + 9, "c") == 0)
                 a->target = NNKC_TARGET_C;
             else if (strcmp(s + 9, "cuda") == 0)
                 a->target = NNKC_TARGET_CUDA;
+            else if (strcmp(s + 9, "opencl") == 0)
+                a->target = NNKC_TARGET_OPENCL;
             else
-                return usage_error("unknown target '%s' (known: c, cuda)", s + 9);
+                return usage_error("unknown target '%s' (known: c, cuda, opencl)", s + 9);
         } else if (strcmp(s, "-o") == 0 || strcmp(s, "-H") == 0 || strcmp(s, "-MF") == 0 || strcmp(s, "-MT") == 0) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", s);
@@ -453,6 +456,9 @@ static int compile_one(const Args *a, const char *path)
                 if (a->target == NNKC_TARGET_CUDA) {
                     emit_cuda_file(c, &c->instances, &eo, &out);
                     dest = dest ? dest : default_output(ar, path, ".cu");
+                } else if (a->target == NNKC_TARGET_OPENCL) {
+                    emit_opencl_file(c, &c->instances, &eo, &out);
+                    dest = dest ? dest : default_output(ar, path, ".cl");
                 } else {
                     emit_c_file(c, &c->instances, &eo, &out);
                     dest = dest ? dest : default_output(ar, path, ".c");

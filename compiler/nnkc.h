@@ -606,7 +606,7 @@ void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const c
 void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const char *n, Buf *out);
 
 /* ===================================================================== */
-/* emit_c.c, emit_cuda.c, emit_header.c: whole files                      */
+/* emit_c.c, emit_cuda.c, emit_opencl.c, emit_header.c: whole files                      */
 /* ===================================================================== */
 
 typedef struct EmitOptions {
@@ -625,6 +625,7 @@ void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt);
 /* The C translation unit for `instances` (Instance* with ir lowered). */
 void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
+void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
 void emit_header(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
 
 /* ===================================================================== */
@@ -702,7 +703,9 @@ long nnkc_tool_timeout_ms(void);
  * kernels for the dtypes of each call). */
 typedef struct NnkcModule NnkcModule;
 
-typedef enum { NNKC_TARGET_C, NNKC_TARGET_CUDA } NnkcTarget;
+/* OPENCL: OpenCL C 1.2 (emit_opencl.c, docs/opencl.md); its source defines
+ * no descriptor (*symbol is NULL): the kernels are NAME__ew_c, ... */
+typedef enum { NNKC_TARGET_C, NNKC_TARGET_CUDA, NNKC_TARGET_OPENCL } NnkcTarget;
 
 typedef struct NnkcParamInfo {
     const char *name;

@@ -1,0 +1,58 @@
+/* opencl/plan.h - the one argument every OpenCL kernel nnkc generates reads
+ * its iteration space from, shared as text by the generated OpenCL C (which
+ * embeds it) and the host side that fills it (runtime/ext/opencl/).
+ *
+ * A kernel's arguments are: the plan (a __constant buffer holding one
+ * nnk_cl_plan), then one __global buffer per operand (tensor parameters in
+ * declaration order, then outputs), then for reductions the scratch and
+ * finals buffers.  A cl_mem cannot sit inside a struct, so the plan gives
+ * per operand the element offset of element (0, ..., 0) in its buffer (views
+ * that start inside a buffer, without sub-buffers and their alignment
+ * rule).  docs/opencl.md lists the kernels of an instance.
+ *
+ * Host and device see the same layout: fixed-size integer fields, 8-byte
+ * ones after an even number of 4-byte ones, and nnk_scalar (nnk/abi.h) as
+ * the device's union of the same members (little-endian, as every OpenCL
+ * device with a little-endian host). */
+#ifndef NNK_CL_PLAN_H
+#define NNK_CL_PLAN_H
+
+#define NNK_CL_ABI_VERSION 1
+#define NNK_CL_MAX_DIMS 8
+#define NNK_CL_MAX_TENSORS 16
+#define NNK_CL_MAX_SCALARS 16
+
+/* flags: NNK_CL_VEC: every operand of a contiguous call starts at an
+ * address aligned to its vector (16 bytes): NAME__ew_c moves vectors. */
+#define NNK_CL_VEC 1
+
+#ifdef __OPENCL_VERSION__
+typedef union nnk_scalar {
+    int64_t i64;
+    uint64_t u64;
+    double f64; /* float without cl_khr_fp64 (opencl/prelude.tmpl): the size comes from the 64-bit members */
+    float f32;
+    int32_t i32;
+    uint32_t u32;
+    int16_t i16;
+    uint16_t u16; /* also f16 / bf16 bits */
+    int8_t i8;
+    uint8_t u8;
+    uint8_t b;
+} nnk_scalar;
+#endif
+
+typedef struct nnk_cl_plan {
+    int32_t ndim, nred, nops, flags;
+    int32_t phase;  /* NAME__rd_part, NAME__rd_fin: the phase (1-based) */
+    int32_t nparts; /* NAME__rd_part, NAME__rd_fin: work-groups sharing one output position's slice */
+    int32_t abi;    /* NNK_CL_ABI_VERSION */
+    int32_t unused_;
+    int64_t nkept, nreduced;
+    int64_t shape[NNK_CL_MAX_DIMS];
+    int64_t strides[NNK_CL_MAX_TENSORS + 1][NNK_CL_MAX_DIMS]; /* in elements; [nops]: idx */
+    int64_t offset[NNK_CL_MAX_TENSORS];                       /* in elements, >= 0 */
+    nnk_scalar scalars[NNK_CL_MAX_SCALARS];
+} nnk_cl_plan;
+
+#endif /* NNK_CL_PLAN_H */
