@@ -154,6 +154,10 @@ static const struct {
     NNK_PY_DTYPES(X)
 #undef X
 };
+/* one row per nnk_dtype (the designated initializers would leave a missing one zero) */
+#define X(...) +1
+_Static_assert(0 NNK_PY_DTYPES(X) == NNK_DTYPE_COUNT, "NNK_PY_DTYPES has a row for every nnk_dtype (types.def)");
+#undef X
 
 /* numpy spellings that nnk_dtype_parse reads otherwise (it follows NNabla,
  * where "float" is f32): in a dtype= argument they mean what numpy means. */

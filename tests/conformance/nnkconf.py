@@ -29,6 +29,11 @@ import traceback
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from nnkabi import CT, DTYPES, KernelDesc, ParamDesc, Scalar, View  # noqa: E402,F401
+from nnkabi import PARAM_DEFAULT, PARAM_OUTPUT, PARAM_REDUCED, PARAM_TENSOR  # noqa: E402,F401
+import nnkabi  # noqa: E402
+
 SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..", ".."))
 BUILDDIR = os.environ.get("top_builddir") or SRCDIR
 NNKC = os.environ.get("NNKC") or os.path.join(BUILDDIR, "nnkc")
@@ -38,41 +43,8 @@ WORK = os.environ.get("NNKCONF_WORK") or os.path.join(BUILDDIR, "tests", "confor
 CFLAGS = ["-std=c11", "-O2", "-ftree-vectorize", "-fno-math-errno", "-ffp-contract=off",
           "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"] + os.environ.get("NNKCONF_CFLAGS", "").split()
 
-# nnk_dtype order (nnk/abi.h)
-DTYPES = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"]
-NP = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-      "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
-      "f16": np.float16, "bf16": np.uint16, "f32": np.float32, "f64": np.float64}
-CT = {"bool": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
-      "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
-      "u64": ctypes.c_uint64, "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16,
-      "f32": ctypes.c_float, "f64": ctypes.c_double}
-
-PARAM_TENSOR, PARAM_OUTPUT, PARAM_REDUCED, PARAM_DEFAULT = 1, 2, 4, 8
-
-
-class View(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("ndim", ctypes.c_int32),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64))]
-
-
-class Scalar(ctypes.Union):
-    _fields_ = [("i64", ctypes.c_int64), ("u64", ctypes.c_uint64), ("f64", ctypes.c_double),
-                ("f32", ctypes.c_float), ("i32", ctypes.c_int32), ("u32", ctypes.c_uint32),
-                ("i16", ctypes.c_int16), ("u16", ctypes.c_uint16), ("i8", ctypes.c_int8),
-                ("u8", ctypes.c_uint8), ("b", ctypes.c_uint8)]
-
-
-class ParamDesc(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("flags", ctypes.c_int32),
-                ("dflt", Scalar)]
-
-
-class KernelDesc(ctypes.Structure):
-    _fields_ = [("abi", ctypes.c_int32), ("kind", ctypes.c_int32), ("name", ctypes.c_char_p),
-                ("kernel", ctypes.c_char_p), ("nparams", ctypes.c_int32), ("nouts", ctypes.c_int32),
-                ("params", ctypes.POINTER(ParamDesc)), ("ntargs", ctypes.c_int32),
-                ("targs", ctypes.POINTER(ctypes.c_int32))]   # the rest is not read here
+# the types' storage as numpy dtypes (bf16 as its bits), from types.def (tests/nnkabi.py)
+NP = {t: np.dtype(n).type for t, n in nnkabi.NP_NAMES.items()}
 
 
 # ---- references that are the same on every machine ----------------------------

@@ -188,9 +188,6 @@ def _view_array(v, dtype):
     return a, flat
 
 
-SCALAR_MEMBER = {"bool": "b", "f16": "u16", "bf16": "u16"}
-
-
 def _float_tol(t):
     return {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 2.0 ** -23, "f64": 2.0 ** -52}[t]
 
@@ -254,7 +251,7 @@ class EmuStrided:
         naxes, axes, views, scalars, nin = parse_call(k, ordered)
         sc = (C.Scalar * max(len(scalars), 1))()
         for i, (p, a) in enumerate(scalars):
-            setattr(sc[i], SCALAR_MEMBER.get(p.dtype, p.dtype), a.value)
+            setattr(sc[i], C.nnkabi.MEMBER[p.dtype], a.value)
         vptrs = (ctypes.c_void_p * len(views))(*[ctypes.addressof(v) for v in views])
         reduced = (ctypes.c_uint8 * len(views))(*([0] * nin + [int(p.reduced) for p in k.outputs]))
         outs = [_view_array(v, C.NP[p.dtype]) for v, p in zip(views[nin:], k.outputs)]

@@ -11,34 +11,16 @@ fails raises NnkError with nnk_last_error().
 """
 import ctypes
 import os
+import sys
 
-DTYPES = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"]
-NP_NAMES = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-            "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "uint16",
-            "f32": "float32", "f64": "float64"}
-STATUS = ["NNK_OK", "NNK_EINVAL", "NNK_ENOMEM", "NNK_ENOTFOUND", "NNK_ECOMPILE", "NNK_EDEVICE", "NNK_ESHAPE",
-          "NNK_EDTYPE", "NNK_EUNSUPPORTED", "NNK_EIO", "NNK_EABI", "NNK_EINTERNAL"]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from nnkabi import DTYPES, NP_NAMES, STATUS, DeviceInfo, MemoryStats, Slice  # noqa: E402,F401
 
 
 class NnkError(Exception):
     def __init__(self, what, status, message):
         Exception.__init__(self, "%s: %s: %s" % (what, STATUS[status] if 0 <= status < len(STATUS) else status, message))
         self.status = status
-
-
-class MemoryStats(ctypes.Structure):
-    _fields_ = [("bytes_in_use", ctypes.c_uint64), ("bytes_cached", ctypes.c_uint64),
-                ("peak_bytes_in_use", ctypes.c_uint64), ("hits", ctypes.c_uint64), ("misses", ctypes.c_uint64),
-                ("retries", ctypes.c_uint64)]
-
-
-class DeviceInfo(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_int32), ("name", ctypes.c_char * 128), ("total_memory", ctypes.c_uint64),
-                ("host_accessible", ctypes.c_int32)]
-
-
-class Slice(ctypes.Structure):
-    _fields_ = [("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64)]
 
 
 class Runtime:
