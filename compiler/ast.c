@@ -72,41 +72,12 @@ Expr *ast_keyword(Compiler *c, Token t, ExprKind k)
     return new_expr(c, k, t.range);
 }
 
-static Op unop_of(int tok)
+/* The operator of the parser's token: ops.def's token column. */
+static Op op_of(Token op, bool unary)
 {
-    switch (tok) {
-    case NNK_TK_MINUS: return UN_NEG;
-    case NNK_TK_BANG: return UN_NOT;
-    case NNK_TK_TILDE: return UN_BITNOT;
-    }
-    nnkc_assert(!"not a unary operator");
-    return UN_NEG;
-}
-
-static Op binop_of(int tok)
-{
-    switch (tok) {
-    case NNK_TK_OROR: return BIN_LOR;
-    case NNK_TK_ANDAND: return BIN_LAND;
-    case NNK_TK_PIPE: return BIN_BITOR;
-    case NNK_TK_CARET: return BIN_BITXOR;
-    case NNK_TK_AMP: return BIN_BITAND;
-    case NNK_TK_EQ: return BIN_EQ;
-    case NNK_TK_NE: return BIN_NE;
-    case NNK_TK_LT: return BIN_LT;
-    case NNK_TK_LE: return BIN_LE;
-    case NNK_TK_GT: return BIN_GT;
-    case NNK_TK_GE: return BIN_GE;
-    case NNK_TK_SHL: return BIN_SHL;
-    case NNK_TK_SHR: return BIN_SHR;
-    case NNK_TK_PLUS: return BIN_ADD;
-    case NNK_TK_MINUS: return BIN_SUB;
-    case NNK_TK_STAR: return BIN_MUL;
-    case NNK_TK_SLASH: return BIN_DIV;
-    case NNK_TK_PERCENT: return BIN_MOD;
-    }
-    nnkc_assert(!"not a binary operator");
-    return BIN_ADD;
+    Op o = op_of_token(op.kind, unary);
+    nnkc_assert(o < OP_COUNT);
+    return o;
 }
 
 Expr *ast_unary(Compiler *c, Token op, Expr *a)
@@ -116,7 +87,7 @@ Expr *ast_unary(Compiler *c, Token op, Expr *a)
         return a;
     }
     Expr *e = new_expr(c, E_UNARY, range_join(op.range, a->range));
-    e->op = (uint16_t)unop_of(op.kind);
+    e->op = (uint16_t)op_of(op, true);
     e->name_range = op.range;
     e->a = a;
     set_depth(c, e, deeper(0, a));
@@ -126,7 +97,7 @@ Expr *ast_unary(Compiler *c, Token op, Expr *a)
 Expr *ast_binary(Compiler *c, Expr *a, Token op, Expr *b)
 {
     Expr *e = new_expr(c, E_BINARY, range_join(a->range, b->range));
-    e->op = (uint16_t)binop_of(op.kind);
+    e->op = (uint16_t)op_of(op, false);
     e->name_range = op.range;
     e->a = a;
     e->b = b;

@@ -194,34 +194,18 @@ static void emit_binary(const EmitAccess *ac, const IrNode *n, Buf *out)
     emit_ref(ac, n->a, &a);
     emit_ref(ac, n->b, &b);
     Type ot = (Type)ac->k->nodes[n->a].type;
-    Op op = (Op)n->sub;
-    const char *sfx = type_suffix(ot);
-    if (is_int_type(ot)) {
-        switch (op) {
-        case BIN_ADD: buf_printf(out, "nnk_add_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_SUB: buf_printf(out, "nnk_sub_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_MUL: buf_printf(out, "nnk_mul_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_DIV: buf_printf(out, "nnk_div_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_MOD: buf_printf(out, "nnk_mod_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_SHL: buf_printf(out, "nnk_shl_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_SHR: buf_printf(out, "nnk_shr_%s(%s, %s)", sfx, a.data, b.data); goto done;
-        case BIN_BITAND: case BIN_BITOR: case BIN_BITXOR:
-            buf_printf(out, "(%s)(%s %s %s)", ctype(ot), a.data, op_info[op].tok, b.data);
-            goto done;
-        default:
-            break;
-        }
-    }
-    if (ot == T_BOOL && (op == BIN_ADD || op == BIN_SUB || op == BIN_MUL || op == BIN_DIV)) {
+    const OpInfo *op = &op_info[n->sub];
+    /* ops.def: integers through the prelude's helper, else C's operator typed by the row's form */
+    if (op->helper && is_int_type(ot))
+        buf_printf(out, "nnk_%s_%s(%s, %s)", op->helper, type_suffix(ot), a.data, b.data);
+    else if (op->form == OPF_CAST)
+        buf_printf(out, "(%s)(%s %s %s)", ctype(ot), a.data, op->tok, b.data);
+    else if (op->form == OPF_BOOL)
+        buf_printf(out, "(uint8_t)(%s %s %s)", a.data, op->tok, b.data);
+    else if (ot == T_BOOL)
         nnkc_assert(!"bool arithmetic reaches the emitter");
-    }
-    if (op == BIN_BITAND || op == BIN_BITOR || op == BIN_BITXOR)
-        buf_printf(out, "(uint8_t)(%s %s %s)", a.data, op_info[op].tok, b.data);
-    else if (op == BIN_LAND || op == BIN_LOR || (op >= BIN_EQ && op <= BIN_GE))
-        buf_printf(out, "(uint8_t)(%s %s %s)", a.data, op_info[op].tok, b.data);
     else
-        buf_printf(out, "%s %s %s", a.data, op_info[op].tok, b.data);
-done:
+        buf_printf(out, "%s %s %s", a.data, op->tok, b.data);
     buf_free(&a);
     buf_free(&b);
 }
@@ -269,8 +253,10 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
         Type t = (Type)n->type;
         Buf a = {0};
         emit_ref(ac, n->a, &a);
-        if (n->sub == UN_NEG)
-            buf_printf(out, is_int_type(t) ? "nnk_neg_%s(%s)" : "%.0s-%s", type_suffix(t), a.data);
+        if (n->sub == UN_NEG && is_int_type(t))
+            buf_printf(out, "nnk_%s_%s(%s)", op_info[n->sub].helper, type_suffix(t), a.data);
+        else if (n->sub == UN_NEG)
+            buf_printf(out, "-%s", a.data);
         else if (n->sub == UN_NOT)
             buf_printf(out, "(uint8_t)!%s", a.data);
         else if (t == T_BOOL)

@@ -8,6 +8,7 @@
  * f16/bf16 values compute in f32 and round to nearest even when stored.
  */
 #include "nnkc.h"
+#include "parser.h" /* op_info's token column */
 
 #include <math.h>
 #include <stdint.h>
@@ -29,12 +30,20 @@ const ReducerInfo reducer_info[R_COUNT] = {
 };
 
 const OpInfo op_info[OP_COUNT] = {
-#define UNOP(id, tok) {tok, 11, true},
-#define BINOP(id, tok, prec) {tok, prec, false},
+#define UNOP(id, sp, token, helper) {sp, "'" sp "'", NNK_TK_##token, 0, true, helper, OPF_VALUE},
+#define BINOP(id, sp, token, prec, helper, form) {sp, "'" sp "'", NNK_TK_##token, prec, false, helper, form},
 #include "ops.def"
 #undef UNOP
 #undef BINOP
 };
+
+Op op_of_token(int token, bool unary)
+{
+    for (int op = 0; op < OP_COUNT; op++)
+        if (op_info[op].token == token && op_info[op].unary == unary)
+            return (Op)op;
+    return OP_COUNT;
+}
 
 /* ---- f16 / bf16 ---------------------------------------------------------- */
 

@@ -220,8 +220,8 @@ typedef struct Value {
 } Value;
 
 typedef enum {
-#define UNOP(id, tok) UN_##id,
-#define BINOP(id, tok, prec) BIN_##id,
+#define UNOP(id, ...) UN_##id,
+#define BINOP(id, ...) BIN_##id,
 #include "ops.def"
 #undef UNOP
 #undef BINOP
@@ -247,10 +247,21 @@ typedef enum { RR_SAME, RR_ACC, RR_MEAN, RR_BOOL, RR_INDEX, RR_CUSTOM } ReducerR
 
 typedef struct BuiltinInfo { const char *name; int min_args, max_args; BuiltinRule rule; } BuiltinInfo;
 typedef struct ReducerInfo { const char *name; ReducerRule rule; } ReducerInfo;
-typedef struct OpInfo { const char *tok; int prec; bool unary; } OpInfo;
+typedef enum { OPF_VALUE, OPF_CAST, OPF_BOOL } OpForm; /* ops.def's form column */
+typedef struct OpInfo {
+    const char *tok;    /* spelling */
+    const char *quoted; /* "'+'", for messages */
+    int token;          /* NNK_TK_... */
+    int prec;           /* binary: C's precedence; unary: 0 */
+    bool unary;
+    const char *helper; /* nnk_<helper>_<type> for integer operands, or NULL */
+    OpForm form;
+} OpInfo;
 extern const BuiltinInfo builtin_info[B_COUNT];
 extern const ReducerInfo reducer_info[R_COUNT];
 extern const OpInfo op_info[OP_COUNT];
+/* The operator of a lemon token (NNK_TK_...), OP_COUNT when none. */
+Op op_of_token(int token, bool unary);
 
 Value value_int(Type t, int64_t i);
 Value value_float(Type t, double f);

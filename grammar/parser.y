@@ -192,10 +192,8 @@ expr(A) ::= TYPENAME(F) LPAREN args(L) RPAREN(R).
                                                { A = ast_call(ps->c, F, L, R); }
 expr(A) ::= PIPE(O) lparams(P) PIPE expr(B). [PIPE_LAMBDA]
                                                { A = ast_lambda(ps->c, O, P, B); }
-expr(A) ::= MINUS(O) expr(B). [BANG]           { A = ast_unary(ps->c, O, B); }
-expr(A) ::= PLUS(O) expr(B). [BANG]            { A = ast_unary(ps->c, O, B); }
-expr(A) ::= BANG(O) expr(B).                   { A = ast_unary(ps->c, O, B); }
-expr(A) ::= TILDE(O) expr(B).                  { A = ast_unary(ps->c, O, B); }
+expr(A) ::= MINUS|PLUS(O) expr(B). [BANG]      { A = ast_unary(ps->c, O, B); }
+expr(A) ::= BANG|TILDE(O) expr(B).             { A = ast_unary(ps->c, O, B); }
 expr(A) ::= expr(C) QUESTION expr(X) COLON expr(Y).
                                                { A = ast_cond(ps->c, C, X, Y); }
 expr(A) ::= expr(X) OROR(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
@@ -203,19 +201,12 @@ expr(A) ::= expr(X) ANDAND(O) expr(Y).         { A = ast_binary(ps->c, X, O, Y);
 expr(A) ::= expr(X) PIPE(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
 expr(A) ::= expr(X) CARET(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
 expr(A) ::= expr(X) AMP(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) EQ(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) NE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) LT(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) LE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) GT(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) GE(O) expr(Y).             { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) SHL(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) SHR(O) expr(Y).            { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) PLUS(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) MINUS(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) STAR(O) expr(Y).           { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) SLASH(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
-expr(A) ::= expr(X) PERCENT(O) expr(Y).        { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) EQ|NE(O) expr(Y).          { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) LT|LE|GT|GE(O) expr(Y).    { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) SHL|SHR(O) expr(Y).        { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) PLUS|MINUS(O) expr(Y).     { A = ast_binary(ps->c, X, O, Y); }
+expr(A) ::= expr(X) STAR|SLASH|PERCENT(O) expr(Y).
+                                               { A = ast_binary(ps->c, X, O, Y); }
 
 args(A) ::= .                                  { A = ast_list(ps->c, NULL); }
 args(A) ::= arglist(L).                        { A = L; }
@@ -229,60 +220,46 @@ lparams(A) ::= lparams(L) COMMA IDENT(N).      { A = ast_name_list(ps->c, L, N);
 
 /* ---- token names for messages --------------------------------------------- */
 
+/* The operators' names come from ops.def (op_info), the rest from here. */
 const char *token_name(int kind)
 {
-    switch (kind) {
-    case 0: return "end of file";
-    case NNK_TK_ELEMENTWISE: return "'elementwise'";
-    case NNK_TK_REDUCTION: return "'reduction'";
-    case NNK_TK_FUNC: return "'func'";
-    case NNK_TK_CONST: return "'const'";
-    case NNK_TK_LET: return "'let'";
-    case NNK_TK_IMPORT: return "'import'";
-    case NNK_TK_INSTANTIATE: return "'instantiate'";
-    case NNK_TK_TRUE: return "'true'";
-    case NNK_TK_FALSE: return "'false'";
-    case NNK_TK_IDX: return "'idx'";
-    case NNK_TK_N: return "'n'";
-    case NNK_TK_TYPENAME: return "a type name";
-    case NNK_TK_IDENT: return "an identifier";
-    case NNK_TK_INT: return "an integer literal";
-    case NNK_TK_FLOAT: return "a float literal";
-    case NNK_TK_STRING: return "a string";
-    case NNK_TK_LPAREN: return "'('";
-    case NNK_TK_RPAREN: return "')'";
-    case NNK_TK_LBRACE: return "'{'";
-    case NNK_TK_RBRACE: return "'}'";
-    case NNK_TK_LBRACKET: return "'['";
-    case NNK_TK_RBRACKET: return "']'";
-    case NNK_TK_COMMA: return "','";
-    case NNK_TK_SEMI: return "';'";
-    case NNK_TK_COLON: return "':'";
-    case NNK_TK_ARROW: return "'->'";
-    case NNK_TK_QUESTION: return "'?'";
-    case NNK_TK_ASSIGN: return "'='";
-    case NNK_TK_OROR: return "'||'";
-    case NNK_TK_ANDAND: return "'&&'";
-    case NNK_TK_PIPE: return "'|'";
-    case NNK_TK_CARET: return "'^'";
-    case NNK_TK_AMP: return "'&'";
-    case NNK_TK_EQ: return "'=='";
-    case NNK_TK_NE: return "'!='";
-    case NNK_TK_LT: return "'<'";
-    case NNK_TK_LE: return "'<='";
-    case NNK_TK_GT: return "'>'";
-    case NNK_TK_GE: return "'>='";
-    case NNK_TK_SHL: return "'<<'";
-    case NNK_TK_SHR: return "'>>'";
-    case NNK_TK_PLUS: return "'+'";
-    case NNK_TK_MINUS: return "'-'";
-    case NNK_TK_STAR: return "'*'";
-    case NNK_TK_SLASH: return "'/'";
-    case NNK_TK_PERCENT: return "'%'";
-    case NNK_TK_BANG: return "'!'";
-    case NNK_TK_TILDE: return "'~'";
-    default: return "a token";
-    }
+    static const char *const names[YYNTOKEN] = {
+        [0] = "end of file",
+        [NNK_TK_ELEMENTWISE]  = "'elementwise'",
+        [NNK_TK_REDUCTION]    = "'reduction'",
+        [NNK_TK_FUNC]         = "'func'",
+        [NNK_TK_CONST]        = "'const'",
+        [NNK_TK_LET]          = "'let'",
+        [NNK_TK_IMPORT]       = "'import'",
+        [NNK_TK_INSTANTIATE]  = "'instantiate'",
+        [NNK_TK_TRUE]         = "'true'",
+        [NNK_TK_FALSE]        = "'false'",
+        [NNK_TK_IDX]          = "'idx'",
+        [NNK_TK_N]            = "'n'",
+        [NNK_TK_TYPENAME]     = "a type name",
+        [NNK_TK_IDENT]        = "an identifier",
+        [NNK_TK_INT]          = "an integer literal",
+        [NNK_TK_FLOAT]        = "a float literal",
+        [NNK_TK_STRING]       = "a string",
+        [NNK_TK_LPAREN]       = "'('",
+        [NNK_TK_RPAREN]       = "')'",
+        [NNK_TK_LBRACE]       = "'{'",
+        [NNK_TK_RBRACE]       = "'}'",
+        [NNK_TK_LBRACKET]     = "'['",
+        [NNK_TK_RBRACKET]     = "']'",
+        [NNK_TK_COMMA]        = "','",
+        [NNK_TK_SEMI]         = "';'",
+        [NNK_TK_COLON]        = "':'",
+        [NNK_TK_ARROW]        = "'->'",
+        [NNK_TK_QUESTION]     = "'?'",
+        [NNK_TK_ASSIGN]       = "'='",
+    };
+    if (kind >= 0 && kind < YYNTOKEN && names[kind])
+        return names[kind];
+    for (int op = 0; op < OP_COUNT; op++)
+        if (op_info[op].token == kind)
+            return op_info[op].quoted;
+    return "a token";
 }
 
 /* ---- expected tokens ---------------------------------------------------------
@@ -324,11 +301,7 @@ static bool starts_expr(int t)
 
 static bool is_binop(int t)
 {
-    return t == NNK_TK_OROR || t == NNK_TK_ANDAND || t == NNK_TK_PIPE || t == NNK_TK_CARET ||
-           t == NNK_TK_AMP || t == NNK_TK_EQ || t == NNK_TK_NE || t == NNK_TK_LT || t == NNK_TK_LE ||
-           t == NNK_TK_GT || t == NNK_TK_GE || t == NNK_TK_SHL || t == NNK_TK_SHR ||
-           t == NNK_TK_PLUS || t == NNK_TK_MINUS || t == NNK_TK_STAR || t == NNK_TK_SLASH ||
-           t == NNK_TK_PERCENT || t == NNK_TK_QUESTION;
+    return t == NNK_TK_QUESTION || op_of_token(t, false) < OP_COUNT;
 }
 
 static void syntax_error(ParseState *ps, int major, Token tok)

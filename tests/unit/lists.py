@@ -1,11 +1,13 @@
-"""lists.py - the lists written outside compiler/types.def agree with it.
+"""lists.py - the lists written outside compiler/types.def and ops.def agree with them.
 
 The C compiler checks the C side (types.c: every NNK_<ID> of nnk/abi.h at
 its row); this checks what no C compiler sees: tests/nnkabi.py's ctypes
 mirrors of nnk/abi.h and nnk/nnk.h (member names in order, sizes), the
 types' element sizes against their ctypes storage, and the Python
 extension's dtype list (python/src/nnkmodule.c, built also where
-compiler/ is absent, so it cannot include types.def).  Well under a second.
+compiler/ is absent, so it cannot include types.def), and the precedence
+lines of grammar/parser.y against ops.def's column (lemon reads no
+includes).  Well under a second.
 """
 import ctypes
 import os
@@ -87,6 +89,19 @@ check(nnkabi.STATUS[0] == "NNK_OK" and "NNK_STATUS_COUNT" not in nnkabi.STATUS a
 py = read("python", "src", "nnkmodule.c")
 rows = re.findall(r"X\((NNK_\w+),", re.search(r"#define NNK_PY_DTYPES\(X\)(.*?)\n\n", py, flags=re.S).group(1))
 check(rows == ["NNK_" + t["id"] for t in nnkabi.TYPES], "nnkmodule.c's NNK_PY_DTYPES lists types.def's rows")
+
+# ops.def's precedence column is grammar/parser.y's %left lines (lemon cannot include ops.def)
+binops = nnkabi._rows(os.path.join(SRC, "compiler", "ops.def"), "BINOP")
+levels = {}
+for r in binops:
+    levels.setdefault(int(r[3]), []).append(r[2])
+levels = [levels[p] for p in sorted(levels)]
+grammar = read("grammar", "parser.y")
+left = [line.split() for line in re.findall(r"^%left ([^.]*)\.", grammar, flags=re.M)]
+check(left == levels, "parser.y's %%left lines are ops.def's precedence levels: %s, ops.def %s" % (left, levels))
+unary = [r[2] for r in nnkabi._rows(os.path.join(SRC, "compiler", "ops.def"), "UNOP")]
+tightest = re.findall(r"^%right ([^.]*)\.", grammar, flags=re.M)[-1].split() + levels[-2]
+check(all(t in tightest for t in unary), "ops.def's unary tokens are %%right after the binary ones in parser.y")
 
 print("%d types, %d checks failed" % (len(nnkabi.DTYPES), len(failures)))
 sys.exit(1 if failures else 0)
