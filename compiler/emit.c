@@ -562,3 +562,100 @@ void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt)
     tset(d, "version", NNKC_VERSION);
     tset(d, "source", emit_comment_text(c, opt->source_name ? opt->source_name : "<string>"));
 }
+
+/* ---- a reduction phase as the GPU-like targets write it --------------------- */
+
+/* The template keys of reduction phase `ph` whose state is a struct of one
+ * accumulator a<r> (and index x<r>) per reducer: state_fields, ident_code
+ * (the reduce() identities' nodes), init_code (s->...), merge_code
+ * (a->... = a followed by b->...), final_code (f->r<r> from s->...),
+ * step_code (element i into s->...), prologue_code (the nodes a slice
+ * computes once) and elem_body (per element).  `ac` addresses the slice's
+ * elements; n_red is the reduced count; `plan` prefixes the plan's
+ * members ("p->").  Returns the nodes the elements
+ * need (for the target's operand pointers). */
+uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P)
+{
+    const IrKernel *k = o->k;
+    const char *name = o->in->name;
+    int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(k->nreds ? k->nreds : 1));
+    int nroots = 0;
+    Buf fields = {0}, init = {0}, merge = {0}, final = {0}, step = {0}, ident = {0};
+    bool ident_n = false;
+    uint8_t *ident_done = nnkc_scratch((size_t)k->nnodes + 1);
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->phase != ph)
+            continue;
+        roots[nroots++] = r->arg;
+        char comb[160], a[32], x[32], xa[32], xb[32], sb[32];
+        snprintf(comb, sizeof comb, "%s__comb%d", name, ri);
+        buf_printf(&fields, "%s a%d;\n", ctype(r->acc_type), ri);
+        if (red_is_arg(r))
+            buf_printf(&fields, "int64_t x%d;\n", ri);
+        Buf id = {0};
+        if (r->kind == R_CUSTOM) {
+            uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+            ir_mark(k, &r->ident, 1, L_CONST, need);
+            /* an identity may read n (reduce(x, f32(n), ...)) */
+            for (int i = 0; i < k->nnodes && !ident_n; i++)
+                if (need[i] && k->nodes[i].op == IR_N) {
+                    buf_printf(&ident, "const int64_t n_red = %snreduced;\n", plan);
+                    ident_n = true;
+                }
+            /* two identities may share nodes: each is declared once */
+            uint8_t *fresh = nnkc_scratch((size_t)k->nnodes + 1);
+            for (int i = 0; i < k->nnodes; i++) {
+                fresh[i] = need[i] && !ident_done[i];
+                ident_done[i] |= need[i];
+            }
+            emit_levels(ac, fresh, L_CONST, L_UNIFORM, &ident);
+            emit_ref(ac, r->ident, &id);
+        } else {
+            emit_red_identity(r, &id);
+        }
+        buf_printf(&init, "s->a%d = %s;\n", ri, id.data);
+        if (red_is_arg(r))
+            buf_printf(&init, "s->x%d = -1;\n", ri);
+        buf_free(&id);
+        Buf v = {0}, vc = {0};
+        emit_ref(ac, r->arg, &v);
+        emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
+        snprintf(a, sizeof a, "s->a%d", ri);
+        snprintf(x, sizeof x, "s->x%d", ri);
+        emit_red_step(r, comb, a, vc.data, x, "i", &step);
+        buf_free(&v);
+        buf_free(&vc);
+        snprintf(sb, sizeof sb, "b->a%d", ri);
+        snprintf(xa, sizeof xa, "a->x%d", ri);
+        snprintf(xb, sizeof xb, "b->x%d", ri);
+        char sa[32];
+        snprintf(sa, sizeof sa, "a->a%d", ri);
+        emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
+        buf_printf(&final, "f->r%d = ", ri);
+        emit_red_final(r, a, x, "n_red", &final);
+        buf_puts(&final, ";\n");
+    }
+    uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+    ir_mark(k, roots, nroots, L_CONST, need);
+    Buf pro = {0}, body = {0};
+    emit_levels(ac, need, L_CONST, L_ROW, &pro);
+    emit_levels(ac, need, L_ELEM, L_ELEM, &body);
+    tset(P, "state_fields", fields.data ? fields.data : "char unused_;");
+    tset(P, "ident_code", ident.data ? ident.data : "");
+    tset(P, "init_code", init.data ? init.data : "(void)s;");
+    tset(P, "merge_code", merge.data ? merge.data : "(void)a;\n(void)b;");
+    tset(P, "final_code", final.data ? final.data : "(void)f;\n(void)s;");
+    tset(P, "step_code", step.data ? step.data : "");
+    tset(P, "prologue_code", pro.data ? pro.data : "");
+    tset(P, "elem_body", body.data ? body.data : "");
+    buf_free(&fields);
+    buf_free(&init);
+    buf_free(&merge);
+    buf_free(&final);
+    buf_free(&step);
+    buf_free(&ident);
+    buf_free(&pro);
+    buf_free(&body);
+    return need;
+}

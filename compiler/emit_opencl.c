@@ -173,12 +173,98 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
 
 /* ---- reductions ------------------------------------------------------------------ */
 
+/* NAME__combK(p, la, lb): reduce()'s combine functions. */
+static const char *combine_functions(Compiler *c, const EmitOperands *o)
+{
+    const IrKernel *k = o->k;
+    Buf out = {0};
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->kind != R_CUSTOM)
+            continue;
+        uint8_t *need = mark(k, &r->combine, 1);
+        ClAccess m = {CL_SLICE};
+        EmitAccess ac = cl_access(c, o, &m);
+        const char *A = ctype(r->acc_type);
+        Buf body = {0}, v = {0};
+        emit_read_scalars(o, "p->", &body);
+        emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
+        emit_ref(&ac, r->combine, &v);
+        buf_printf(&body, "return %s;\n", v.data);
+        buf_free(&v);
+        buf_printf(&out, "\nNNK_INLINE %s %s__comb%d(__constant nnk_cl_plan *p, %s la, %s lb)\n{\n", A, o->in->name, ri, A, A);
+        for (char *line = body.data, *nl; line && *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            buf_printf(&out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+            if (!nl)
+                break;
+        }
+        buf_puts(&out, "}\n");
+        buf_free(&body);
+    }
+    return dup(c, &out);
+}
+
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
-    (void)c;
-    (void)o;
-    (void)d;
-    nnkc_assert(!"OpenCL reductions");
+    const IrKernel *k = o->k;
+    ClAccess m = {CL_SLICE};
+    EmitAccess ac = cl_access(c, o, &m);
+    tsetf(d, "nphases", "%d", k->nphases);
+    bool has_arg = false;
+    for (int ri = 0; ri < k->nreds; ri++)
+        has_arg |= red_is_arg(&k->reds[ri]);
+    tset(d, "flags", has_arg ? "1" : "0");
+    tset(d, "combine_fns", combine_functions(c, o));
+    Buf args = {0};
+    for (int op = 0; op < o->nops; op++)
+        buf_printf(&args, ", a%d", op);
+    tset(d, "kernel_args", dup(c, &args));
+
+    Buf fin = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
+    if (!k->nreds)
+        buf_puts(&fin, "char unused_;\n");
+    tset(d, "fin_fields", dup(c, &fin));
+
+    for (int ph = 1; ph <= k->nphases; ph++) {
+        TDict *P = tpush(d, "phases");
+        tsetf(P, "phase", "%d", ph);
+        uint8_t *need = emit_red_phase(o, &ac, "p->", ph, P);
+        tset(P, "ptrs", pointers(c, o, need, false));
+    }
+    tlist(d, "phases");
+
+    /* the epilogue: tensor outputs per element, reduced-shape ones once */
+    int32_t roots[NNKC_MAX_PARAMS * 2];
+    bool has_tensor = false;
+    for (int i = 0; i < k->nouts; i++) {
+        roots[i] = k->outs[i].node;
+        has_tensor |= k->outs[i].tensor;
+    }
+    uint8_t *need = mark(k, roots, k->nouts);
+    Buf pro = {0}, body = {0}, stores = {0};
+    emit_levels(&ac, need, L_CONST, L_ROW, &pro);
+    emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *out = &k->outs[i];
+        int op = k->nloads + i;
+        Buf v = {0}, st = {0};
+        emit_ref(&ac, out->node, &v);
+        emit_store(out->type, out->storage, v.data, &st);
+        if (out->tensor)
+            buf_printf(&body, "g%d[b[%d] + ro[%d]] = %s;\n", op, op, op, st.data);
+        else
+            buf_printf(&stores, "g%d[b[%d]] = %s;\n", op, op, st.data);
+        buf_free(&v);
+        buf_free(&st);
+    }
+    tset(d, "epi_prologue", dup(c, &pro));
+    tset(d, "epi_body", dup(c, &body));
+    tset(d, "scalar_stores", dup(c, &stores));
+    tset(d, "epi_ptrs", pointers(c, o, need, true));
+    tbool(d, "has_tensor_outs", has_tensor);
 }
 
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)

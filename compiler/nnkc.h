@@ -615,6 +615,12 @@ void emit_red_combine(const IrReducer *r, const char *comb, const char *dst, con
 void emit_red_merge(const IrReducer *r, const char *comb, const char *a, const char *b, const char *ax,
                     const char *bx, Buf *out);
 void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const char *n, Buf *out);
+/* The keys of reduction phase `ph` (1-based) for targets whose state is a
+ * struct per phase and whose loops are in the template: state_fields,
+ * ident_code, init_code, merge_code, final_code, step_code, prologue_code,
+ * elem_body; the nodes the elements need (emit_opencl.c). */
+typedef struct TDict TDict;
+uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P);
 
 /* ===================================================================== */
 /* emit_c.c, emit_cuda.c, emit_opencl.c, emit_header.c: whole files                      */

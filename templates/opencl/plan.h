@@ -26,6 +26,13 @@
  * address aligned to its vector (16 bytes): NAME__ew_c moves vectors. */
 #define NNK_CL_VEC 1
 
+/* Work-items of a work-group in the reduction kernels that fold through
+ * local memory (NAME__rd_group, NAME__rd_part), which require exactly this
+ * local size: a power of two; the host may build with -DNNK_CL_GROUP=N. */
+#ifndef NNK_CL_GROUP
+#define NNK_CL_GROUP 64
+#endif
+
 #ifdef __OPENCL_VERSION__
 typedef union nnk_scalar {
     int64_t i64;

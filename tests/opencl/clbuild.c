@@ -72,7 +72,7 @@ static int check_kernels(const char *path, const char *src, const char *names)
         char inst[256];
         snprintf(inst, sizeof inst, "%.*s", (int)n, l);
         char marker[320];
-        snprintf(marker, sizeof marker, "%s__rd_group(", inst);
+        snprintf(marker, sizeof marker, " %s__rd_group(", inst);
         const char *const *sfx = strstr(src, marker) ? rd : ew;
         for (int i = 0; sfx[i]; i++) {
             char want[320];
