@@ -222,12 +222,22 @@ static void fill_interface(nnk_kernel *k, rt_instance *inst)
     }
 }
 
+/* The code an extension's target names, as libnnkc's target (the values
+ * of nnk/extension.h's NNK_TARGET_* are NnkcTarget's). */
+static const struct {
+    int32_t ext;
+    NnkcTarget nnkc;
+} targets[] = {{NNK_TARGET_C, NNKC_TARGET_C}, {NNK_TARGET_CUDA, NNKC_TARGET_CUDA}, {NNK_TARGET_OPENCL, NNKC_TARGET_OPENCL}};
+
 nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
 {
     nnk_module *m = k->mod;
     nnk_status (*compile)(void *, int32_t, const nnk_kernel_source *, nnk_ext_kernel *) = RT_HOOK(inst->ext, kernel_compile);
     int32_t target = inst->ext->ops->target;
-    if (!compile || (target != NNK_TARGET_C && target != NNK_TARGET_CUDA))
+    size_t ti = 0;
+    while (ti < sizeof targets / sizeof *targets && targets[ti].ext != target)
+        ti++;
+    if (!compile || ti == sizeof targets / sizeof *targets)
         return rt_error(NNK_EUNSUPPORTED, "extension '%s' cannot compile kernels", inst->ext->ops->name);
     Type targs[RT_MAX_GENERICS], storage[NNK_MAX_TENSORS];
     for (int32_t v = 0; v < k->ngenerics; v++)
@@ -239,7 +249,7 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
         storage[t] = t < nt ? (Type)inst->storage[t] : T_NONE;
     char *symbol = NULL, *error = NULL;
     pthread_mutex_lock(&m->lock);
-    char *src = nnkc_module_emit(m->nm, k->name, targs, storage, target == NNK_TARGET_C ? NNKC_TARGET_C : NNKC_TARGET_CUDA,
+    char *src = nnkc_module_emit(m->nm, k->name, targs, storage, targets[ti].nnkc,
                                  &symbol, &error);
     /* libraries such as cuDNN may run plain reductions themselves */
     int32_t reduce_op = src && target == NNK_TARGET_CUDA ? (int32_t)nnkc_module_reduce_op(m->nm, k->name, targs, storage)

@@ -41,7 +41,7 @@ extern "C" {
 #define NNK_EXTENSION_ENTRY "nnk_extension_entry"
 
 /* Code targets: what kernel_compile accepts (libnnkc's NnkcTarget). */
-enum { NNK_TARGET_C = 0, NNK_TARGET_CUDA = 1, NNK_TARGET_NONE = -1 };
+enum { NNK_TARGET_C = 0, NNK_TARGET_CUDA = 1, NNK_TARGET_OPENCL = 2, NNK_TARGET_NONE = -1 };
 
 /* Extension flags. */
 enum {

@@ -1,0 +1,31 @@
+#!/bin/sh
+# The opencl extension on the machine's OpenCL device (PoCL in CI):
+# tests/opencl/test_opencl in each of its modes, one process each.
+#  - main, then cached in a second process with the same NNK_CACHE_DIR:
+#    the second one loads the program binary from the disk cache instead
+#    of building it;
+#  - none: no ICD loader at all (NNK_OPENCL_LIBRARY names no file), and an
+#    ICD loader that finds no driver (OCL_ICD_VENDORS, an empty directory);
+#  - nofp64: f64 on a device without cl_khr_fp64 (hidden);
+#  - oom: a device of 1 MiB (NNK_OPENCL_MEM_LIMIT).
+# PoCL compiles each kernel with LLVM the first time; POCL_CACHE_DIR under
+# the build tree keeps its own cache between runs of make check.
+# Exit 77 without a device unless NNK_OPENCL_REQUIRED=1 (CI sets it).
+set -e
+: "${top_srcdir:=.}" "${top_builddir:=.}"
+t="$top_builddir/tests/opencl/test_opencl"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-opencl.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$top_builddir/tests/opencl/pocl-cache" "$tmp/vendors"
+NNK_EXTENSION_PATH="$top_builddir/.libs"
+POCL_CACHE_DIR="$top_builddir/tests/opencl/pocl-cache"
+NNK_CACHE_DIR="$tmp/cache"
+export NNK_EXTENSION_PATH POCL_CACHE_DIR NNK_CACHE_DIR
+rc=0
+"$t" main || rc=$?
+[ $rc -eq 0 ] || exit $rc
+"$t" cached
+NNK_OPENCL_LIBRARY="$tmp/libOpenCL-none.so.1" "$t" none
+OCL_ICD_VENDORS="$tmp/vendors" OPENCL_VENDOR_PATH="$tmp/vendors" "$t" none
+NNK_OPENCL_HIDE_EXTENSIONS=cl_khr_fp64 "$t" nofp64
+NNK_OPENCL_MEM_LIMIT=1048576 "$t" oom

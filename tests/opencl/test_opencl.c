@@ -1,0 +1,557 @@
+/* test_opencl.c - the opencl extension on a real OpenCL device (PoCL in CI).
+ *
+ * Modes (argv[1]; one per process, as an extension loads once per process):
+ *   main     devices, contexts and their keys, memory (copies, views,
+ *            zeros, statistics, the cache), the JIT of hand-written OpenCL C
+ *            against opencl_abi.h (contiguous and strided launches, build
+ *            errors with the log, f64 without cl_khr_fp64, the memory
+ *            cache), concurrent launches from several threads;
+ *   cached   the same kernel in a second process: from the disk cache,
+ *            not rebuilt (run after main with the same NNK_CACHE_DIR);
+ *   none     NNK_OPENCL_LIBRARY names no library: 0 devices and the reason;
+ *   oom      NNK_OPENCL_MEM_LIMIT: the runtime flushes its cache and
+ *            retries once, then NNK_ENOMEM.
+ * Exit 77 (skip) without an OpenCL device unless NNK_OPENCL_REQUIRED=1. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                                                 \
+    do {                                                                                                 \
+        checks++;                                                                                        \
+        if (!(cond)) {                                                                                   \
+            failures++;                                                                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+            printf(__VA_ARGS__);                                                                         \
+            printf("\n");                                                                                \
+        }                                                                                                \
+    } while (0)
+
+static nnk_extension *ext;
+
+static char *triad_src;
+
+static int finish(void)
+{
+    nnk_shutdown();
+    free(triad_src);
+    printf("%d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
+
+/* ---- hand-written OpenCL C against opencl_abi.h ------------------------------------ */
+
+/* out = x + alpha * y: NAME__ew_c and NAME__ew_s as the emitter writes
+ * them (docs/opencl.md, "The kernel ABI"), after templates/opencl/plan.h
+ * (read from top_srcdir into triad_src). */
+static const char triad_head[] =
+    "#pragma OPENCL FP_CONTRACT OFF\n"
+    "typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;\n"
+    "typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;\n"
+    "#define double long /* the union's size; no cl_khr_fp64 needed */\n";
+static const char triad_body[] =
+    "#define BODY(o0, o1, o2) g2[o2] = g0[o0] + p->scalars[0].f32 * g1[o1]\n"
+    "#define PTRS __global const float *g0 = a0 + p->offset[0], *g1 = a1 + p->offset[1]; "
+    "__global float *g2 = a2 + p->offset[2]\n"
+    "__kernel void TRIAD__ew_c(__constant nnk_cl_plan *p, __global const float *a0, __global const float *a1,\n"
+    "                          __global float *a2)\n"
+    "{ PTRS; for (long i = get_global_id(0); i < p->nkept; i += get_global_size(0)) BODY(i, i, i); }\n"
+    "__kernel void TRIAD__ew_s(__constant nnk_cl_plan *p, __global const float *a0, __global const float *a1,\n"
+    "                          __global float *a2)\n"
+    "{\n"
+    "    PTRS;\n"
+    "    for (long i = get_global_id(0); i < p->nkept; i += get_global_size(0)) {\n"
+    "        long o[3] = {0, 0, 0}, r = i;\n"
+    "        for (int d = p->ndim - 1; d >= 0; d--) {\n"
+    "            long c = r % p->shape[d];\n"
+    "            r /= p->shape[d];\n"
+    "            for (int k = 0; k < 3; k++) o[k] += c * p->strides[k][d];\n"
+    "        }\n"
+    "        BODY(o[0], o[1], o[2]);\n"
+    "    }\n"
+    "}\n";
+
+static char *make_triad_src(void)
+{
+    const char *top = getenv("top_srcdir");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/templates/opencl/plan.h", top && *top ? top : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char plan[16384];
+    size_t n = fread(plan, 1, sizeof plan - 1, f);
+    fclose(f);
+    plan[n] = 0;
+    char *src = malloc(sizeof triad_head + n + sizeof triad_body);
+    if (src)
+        sprintf(src, "%s%s%s", triad_head, plan, triad_body);
+    return src;
+}
+
+static const nnk_param_desc triad_params[] = {
+    {"x", NNK_F32, NNK_PARAM_TENSOR, {0}},
+    {"y", NNK_F32, NNK_PARAM_TENSOR, {0}},
+    {"alpha", NNK_F32, 0, {0}},
+    {"out", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT, {0}},
+};
+static const nnk_kernel_desc triad_iface = {
+    .abi = NNK_ABI_VERSION, .kind = NNK_KIND_ELEMENTWISE, .name = "TRIAD", .kernel = "TRIAD",
+    .nparams = 3, .nouts = 1, .params = triad_params,
+};
+
+static nnk_status compile(const char *src, const nnk_kernel_desc *iface, nnk_ext_kernel *k)
+{
+    rt_ext *e = &ext->ext;
+    nnk_kernel_source ks = {sizeof ks, NNK_TARGET_OPENCL, src, "TRIAD__desc", 2, iface, NNK_REDUCE_NONE};
+    memset(k, 0, sizeof *k);
+    return e->ops->kernel_compile(e->state, 0, &ks, k);
+}
+
+/* out[i*os] = x[i*xs] + alpha * y[i*ys] over n elements through the
+ * extension's launch, checked against the host. */
+static void run_triad(nnk_ext_kernel *k, nnk_context *ctx, int64_t n, int64_t xs, float alpha, const char *what)
+{
+    rt_ext *e = &ext->ext;
+    float *hx = malloc((size_t)(n * xs) * sizeof *hx), *hy = malloc((size_t)n * sizeof *hy);
+    float *ho = malloc((size_t)n * sizeof *ho);
+    for (int64_t i = 0; i < n * xs; i++)
+        hx[i] = (float)(i % 97) * 0.25f - 3.0f;
+    for (int64_t i = 0; i < n; i++)
+        hy[i] = (float)(i % 13) * 1.5f + 0.125f;
+    int64_t sx = n * xs, sn = n;
+    nnk_array *x = NULL, *y = NULL, *o = NULL;
+    CHECK(nnk_array_from_host(ctx, NNK_F32, 1, &sx, hx, &x) == NNK_OK, "%s: from_host: %s", what, nnk_last_error());
+    CHECK(nnk_array_from_host(ctx, NNK_F32, 1, &sn, hy, &y) == NNK_OK, "%s: from_host", what);
+    CHECK(nnk_array_new(ctx, NNK_F32, 1, &sn, &o) == NNK_OK, "%s: new", what);
+    if (x && y && o) {
+        nnk_plan p;
+        memset(&p, 0, sizeof p);
+        p.ndim = 1;
+        p.nops = 3;
+        p.abi = NNK_ABI_VERSION;
+        p.shape[0] = n;
+        p.strides[0][0] = xs;
+        p.strides[1][0] = p.strides[2][0] = p.strides[3][0] = 1;
+        p.data[0] = nnk_array_data(x);
+        p.data[1] = nnk_array_data(y);
+        p.data[2] = nnk_array_data(o);
+        p.nkept = n;
+        p.nreduced = 1;
+        p.scalars[0].f32 = alpha;
+        nnk_status s = e->ops->launch(e->state, 0, k, &p);
+        CHECK(s == NNK_OK, "%s: launch: %s", what, nnk_last_error());
+        CHECK(nnk_extension_device_synchronize(ext, 0) == NNK_OK, "%s: synchronize", what);
+        CHECK(nnk_array_to_host(o, NNK_F32, ho, (size_t)n * sizeof *ho) == NNK_OK, "%s: to_host", what);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float want = hx[i * xs] + alpha * hy[i];
+            bad += memcmp(&want, &ho[i], sizeof want) != 0;
+        }
+        CHECK(bad == 0, "%s: %d of %lld elements differ", what, bad, (long long)n);
+    }
+    nnk_array_free(x);
+    nnk_array_free(y);
+    nnk_array_free(o);
+    free(hx);
+    free(hy);
+    free(ho);
+}
+
+typedef struct thread_arg {
+    nnk_ext_kernel *k;
+    nnk_context *ctx;
+    int id;
+} thread_arg;
+
+static void *thread_main(void *p)
+{
+    thread_arg *a = p;
+    char what[64];
+    snprintf(what, sizeof what, "thread %d", a->id);
+    for (int r = 0; r < 3; r++)
+        run_triad(a->k, a->ctx, 1000 + 37 * a->id, 1 + a->id % 2, 0.5f + (float)a->id, what);
+    return NULL;
+}
+
+/* ---- modes ---------------------------------------------------------------------------- */
+
+static int mode_none(void)
+{
+    CHECK(nnk_import_extension("opencl", &ext) == NNK_OK, "import without OpenCL: %s", nnk_last_error());
+    int32_t n = -1;
+    CHECK(ext && nnk_extension_get_device_count(ext, &n) == NNK_OK && n == 0, "device count %d", n);
+    const char *st = ext ? nnk_extension_status(ext) : "";
+    CHECK(strstr(st, "no OpenCL") != NULL, "status says why: '%s'", st);
+    nnk_context *ctx = NULL;
+    nnk_status s = nnk_get_extension_context("opencl", "device_id=0", &ctx);
+    CHECK(s == NNK_EDEVICE && strstr(nnk_last_error(), "no OpenCL"), "context without devices: %d %s", s,
+          nnk_last_error());
+    return finish();
+}
+
+static int have_devices(void)
+{
+    if (nnk_import_extension("opencl", &ext) != NNK_OK) {
+        printf("FAIL: import: %s\n", nnk_last_error());
+        exit(1);
+    }
+    int32_t n = 0;
+    nnk_extension_get_device_count(ext, &n);
+    if (n == 0) {
+        const char *req = getenv("NNK_OPENCL_REQUIRED");
+        printf("%s: no OpenCL device: %s\n", req && *req == '1' ? "FAIL" : "SKIP", nnk_extension_status(ext));
+        nnk_shutdown();
+        exit(req && *req == '1' ? 1 : 77);
+    }
+    return n;
+}
+
+static int mode_cached(void)
+{
+    have_devices();
+    nnk_ext_kernel k;
+    CHECK(compile(triad_src, &triad_iface, &k) == NNK_OK, "compile: %s", nnk_last_error());
+    const char *st = nnk_extension_status(ext);
+    CHECK(strstr(st, "programs: 0 built, 1 from the disk cache") != NULL, "second process: '%s'", st);
+    nnk_context *ctx = NULL;
+    CHECK(nnk_get_extension_context("opencl", "", &ctx) == NNK_OK, "context");
+    if (ctx && k.handle)
+        run_triad(&k, ctx, 4096, 1, 2.0f, "from the disk cache");
+    if (k.handle)
+        ext->ext.ops->kernel_free(ext->ext.state, &k);
+    nnk_context_free(ctx);
+    return finish();
+}
+
+static int mode_oom(void)
+{
+    have_devices();
+    nnk_context *ctx = NULL;
+    CHECK(nnk_get_extension_context("opencl", "", &ctx) == NNK_OK, "context");
+    /* NNK_OPENCL_MEM_LIMIT is 1 MiB: a 600 KiB block, freed (cached by the
+     * runtime), then a 700 KiB one fits only after the runtime flushes */
+    int64_t a = 600 * 256, b = 700 * 256, big = 2 * 1024 * 256;
+    nnk_array *x = NULL, *y = NULL, *z = NULL;
+    CHECK(nnk_array_zeros(ctx, NNK_F32, 1, &a, &x) == NNK_OK, "600 KiB: %s", nnk_last_error());
+    nnk_array_free(x);
+    nnk_memory_stats ms;
+    CHECK(nnk_extension_memory_stats(ext, 0, &ms) == NNK_OK && ms.bytes_cached > 0, "cached after free");
+    CHECK(nnk_array_zeros(ctx, NNK_F32, 1, &b, &y) == NNK_OK, "700 KiB after a flush: %s", nnk_last_error());
+    nnk_status s = nnk_array_zeros(ctx, NNK_F32, 1, &big, &z);
+    CHECK(s == NNK_ENOMEM && strstr(nnk_last_error(), "out of memory"), "2 MiB: %d %s", s, nnk_last_error());
+    nnk_array_free(y);
+    nnk_context_free(ctx);
+    return finish();
+}
+
+static void test_devices_and_contexts(int32_t n)
+{
+    nnk_device_info info[8];
+    int32_t count = 0;
+    memset(info, 0, sizeof info);
+    CHECK(nnk_extension_get_devices(ext, info, 8, &count) == NNK_OK && count == n, "get_devices %d", count);
+    for (int32_t i = 0; i < count && i < 8; i++) {
+        CHECK(info[i].id == i && info[i].name[0] && info[i].total_memory > 0, "device %d: '%s' %llu", i, info[i].name,
+              (unsigned long long)info[i].total_memory);
+        printf("device %d: %s, %llu MiB%s\n", i, info[i].name, (unsigned long long)(info[i].total_memory >> 20),
+               info[i].host_accessible ? ", host-unified memory" : "");
+    }
+    const char *st = nnk_extension_status(ext);
+    CHECK(strstr(st, "driver") && strstr(st, "platform"), "status names platform and driver: '%s'", st);
+    printf("status: %s\n", st);
+
+    nnk_context *ctx = NULL;
+    CHECK(nnk_get_extension_context("opencl", "device_id=0 type_config=half", &ctx) == NNK_OK, "half: %s",
+          nnk_last_error());
+    if (ctx) {
+        CHECK(nnk_context_backend_count(ctx) == 3 && !strcmp(nnk_context_backend(ctx, 0), "opencl:half") &&
+                  !strcmp(nnk_context_backend(ctx, 1), "opencl:float") && !strcmp(nnk_context_backend(ctx, 2), "cpu:float"),
+              "backends: %s", nnk_context_str(ctx));
+        nnk_context_free(ctx);
+    }
+    ctx = NULL;
+    CHECK(nnk_get_extension_context("opencl", "platform=0 device_type=all", &ctx) == NNK_OK &&
+              nnk_context_backend_count(ctx) == 2 && nnk_context_device_id(ctx) == 0,
+          "platform=0: %s", nnk_last_error());
+    nnk_context_free(ctx);
+    ctx = NULL;
+    /* PoCL's device is a CPU: device_type=cpu finds it, under its platform's name too */
+    if (strstr(st, "[cpu,")) {
+        CHECK(nnk_get_extension_context("opencl", "device_type=cpu platform=Portable", &ctx) == NNK_OK ||
+                  !strstr(st, "Portable Computing Language"),
+              "device_type=cpu platform=Portable: %s", nnk_last_error());
+        nnk_context_free(ctx);
+        ctx = NULL;
+    }
+    nnk_status s = nnk_get_extension_context("opencl", "device_type=accelerator device_id=0", &ctx);
+    CHECK(s == NNK_EINVAL && strstr(nnk_last_error(), "no device 0 with platform=any device_type=accelerator"),
+          "accelerator 0: %s",
+          nnk_last_error());
+    s = nnk_get_extension_context("opencl", "device_type=fpga", &ctx);
+    CHECK(s == NNK_EINVAL && strstr(nnk_last_error(), "'device_type'"), "bad device_type: %s", nnk_last_error());
+    s = nnk_get_extension_context("opencl", "colour=blue", &ctx);
+    CHECK(s == NNK_EINVAL && strstr(nnk_last_error(), "unknown key 'colour'"), "unknown key: %s", nnk_last_error());
+    s = nnk_get_extension_context("opencl", "platform=nosuchplatform", &ctx);
+    CHECK(s == NNK_EINVAL, "no such platform: %s", nnk_last_error());
+}
+
+static void test_memory(nnk_context *ctx)
+{
+    enum { N = 3000 };
+    static float h[N], back[N];
+    for (int i = 0; i < N; i++)
+        h[i] = (float)i * 0.5f - 7.0f;
+    int64_t shape[2] = {30, 100};
+    nnk_array *a = NULL, *b = NULL, *v = NULL, *z = NULL;
+    CHECK(nnk_array_from_host(ctx, NNK_F32, 2, shape, h, &a) == NNK_OK, "from_host: %s", nnk_last_error());
+    if (!a)
+        return;
+    CHECK(!strcmp(nnk_extension_name(nnk_array_extension(a)), "opencl"), "the array is on the device");
+    CHECK(nnk_array_to_host(a, NNK_F32, back, sizeof back) == NNK_OK && !memcmp(h, back, sizeof h), "round trip");
+    /* a strided view: rows 3..27 step 4, columns 99..0 step -3 */
+    nnk_slice sl[2] = {{3, 27, 4}, {99, NNK_SLICE_NONE, -3}};
+    CHECK(nnk_array_slice(a, 2, sl, &v) == NNK_OK, "slice: %s", nnk_last_error());
+    if (v) {
+        float vb[6 * 34];
+        CHECK(nnk_array_size(v) == 6 * 34, "view size %lld", (long long)nnk_array_size(v));
+        CHECK(nnk_array_to_host(v, NNK_F32, vb, sizeof vb) == NNK_OK, "view to_host: %s", nnk_last_error());
+        int bad = 0;
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < 34; c++)
+                bad += vb[r * 34 + c] != h[(3 + 4 * r) * 100 + (99 - 3 * c)];
+        CHECK(bad == 0, "view values: %d wrong", bad);
+        /* device to device, with a conversion to f64 through the host */
+        CHECK(nnk_array_to(v, NULL, NNK_F64, &b) == NNK_OK, "to f64: %s", nnk_last_error());
+        double db[6 * 34];
+        CHECK(b && nnk_array_to_host(b, NNK_F64, db, sizeof db) == NNK_OK && db[5 * 34 + 33] == vb[5 * 34 + 33],
+              "f64 copy");
+    }
+    nnk_array_free(b);
+    b = NULL;
+    /* same dtype, contiguous: one device copy */
+    CHECK(nnk_array_to(a, NULL, NNK_F32, &b) == NNK_OK, "to: %s", nnk_last_error());
+    memset(back, 0, sizeof back);
+    CHECK(b && nnk_array_to_host(b, NNK_F32, back, sizeof back) == NNK_OK && !memcmp(h, back, sizeof h), "d2d copy");
+    int64_t zn = 777;
+    CHECK(nnk_array_zeros(ctx, NNK_F32, 1, &zn, &z) == NNK_OK, "zeros");
+    float zb[777];
+    memset(zb, 1, sizeof zb);
+    int nz = 0;
+    if (z && nnk_array_to_host(z, NNK_F32, zb, sizeof zb) == NNK_OK)
+        for (int i = 0; i < 777; i++)
+            nz += zb[i] != 0.0f;
+    CHECK(z && nz == 0, "zeros: %d nonzero", nz);
+    nnk_memory_stats ms;
+    CHECK(nnk_extension_memory_stats(ext, 0, &ms) == NNK_OK && ms.bytes_in_use >= 2 * N * sizeof(float),
+          "stats in use %llu", (unsigned long long)ms.bytes_in_use);
+    /* a host pointer is not device memory */
+    rt_ext *e = &ext->ext;
+    CHECK(e->ops->copy(e->state, 0, NNK_COPY_DEVICE_TO_HOST, back, h, 16) == NNK_EINVAL, "host pointer refused");
+    nnk_array_free(a);
+    nnk_array_free(b);
+    nnk_array_free(v);
+    nnk_array_free(z);
+    uint64_t released = 0;
+    CHECK(nnk_extension_clear_memory_cache(ext, &released) == NNK_OK && released > 0, "clear_memory_cache %llu",
+          (unsigned long long)released);
+    CHECK(nnk_extension_memory_stats(ext, 0, &ms) == NNK_OK && ms.bytes_cached == 0 && ms.bytes_in_use == 0,
+          "empty after clear");
+}
+
+static void test_jit(nnk_context *ctx)
+{
+    nnk_ext_kernel k, k2;
+    nnk_status s = compile(triad_src, &triad_iface, &k);
+    CHECK(s == NNK_OK, "compile: %s", nnk_last_error());
+    if (s)
+        return;
+    const char *st = nnk_extension_status(ext);
+    int cold = strstr(st, "programs: 1 built, 0 from the disk cache") != NULL;
+    int warm = strstr(st, "programs: 0 built, 1 from the disk cache") != NULL;
+    CHECK(cold || warm, "first compile: '%s'", st);
+    CHECK(compile(triad_src, &triad_iface, &k2) == NNK_OK && k2.handle == k.handle, "memory cache");
+    CHECK(strstr(nnk_extension_status(ext), ", 1 from memory") != NULL, "memory hit: %s", nnk_extension_status(ext));
+    ext->ext.ops->kernel_free(ext->ext.state, &k2);
+    run_triad(&k, ctx, 10000, 1, 3.0f, "contiguous");
+    run_triad(&k, ctx, 5000, 3, -1.25f, "strided");
+    run_triad(&k, ctx, 1, 1, 1.0f, "one element");
+    run_triad(&k, ctx, 0, 1, 1.0f, "empty");
+
+    /* concurrency: several threads launch the same program at once */
+    pthread_t th[4];
+    thread_arg ta[4];
+    for (int i = 0; i < 4; i++) {
+        ta[i] = (thread_arg){&k, ctx, i};
+        pthread_create(&th[i], NULL, thread_main, &ta[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    ext->ext.ops->kernel_free(ext->ext.state, &k);
+
+    /* a build error: the driver's log, reduced to its error lines */
+    static const char bad[] = "__kernel void TRIAD__ew_c(__global float *x) { x[0] = undefined_name; }\n";
+    s = compile(bad, &triad_iface, &k);
+    CHECK(s == NNK_ECOMPILE && strstr(nnk_last_error(), "building the OpenCL C of 'TRIAD'") &&
+              strstr(nnk_last_error(), "undefined_name"),
+          "build error: %d %s", s, nnk_last_error());
+    /* a kernel whose arguments do not follow the ABI */
+    static const char wrong[] = "__kernel void TRIAD__ew_c(__global float *a0) { a0[0] = 1.0f; }\n";
+    s = compile(wrong, &triad_iface, &k);
+    CHECK(s == NNK_OK, "compile of a wrong signature: %s", nnk_last_error());
+    if (!s) {
+        int64_t n = 4;
+        nnk_array *x = NULL;
+        nnk_array_zeros(ctx, NNK_F32, 1, &n, &x);
+        nnk_plan p;
+        memset(&p, 0, sizeof p);
+        p.ndim = 1, p.nops = 3, p.shape[0] = 4, p.nkept = 4, p.nreduced = 1;
+        for (int i = 0; i < 4; i++)
+            p.strides[i][0] = 1;
+        p.data[0] = p.data[1] = p.data[2] = nnk_array_data(x);
+        s = ext->ext.ops->launch(ext->ext.state, 0, &k, &p);
+        CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "has 3 operands; the OpenCL kernels of 'TRIAD' take 1"),
+              "ABI check: %s",
+              nnk_last_error());
+        nnk_array_free(x);
+        ext->ext.ops->kernel_free(ext->ext.state, &k);
+    }
+    /* no source without an interface, and no other target */
+    nnk_kernel *nk = NULL;
+    s = nnk_kernel_from_source(ctx, triad_src, "TRIAD__desc", &nk);
+    CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "interface"), "from_source: %s", nnk_last_error());
+}
+
+/* A module through the emitter's OpenCL C: the backend priority list
+ * across a real device boundary.  Arrays on the device run on opencl (the
+ * output is allocated there), host arrays in the same context fall back to
+ * cpu:float, and a copy between them round-trips. */
+static void test_module(nnk_context *ctx)
+{
+    static const char src[] = "elementwise axpb<T: float>(x: T[], y: T[], a: T = 2) -> (z: T[]) { z = a * x + y; }\n";
+    nnk_module *m = NULL;
+    nnk_kernel *k = NULL;
+    CHECK(nnk_module_compile(ctx, src, "name=axpb.nnk", &m) == NNK_OK, "module: %s", nnk_last_error());
+    CHECK(m && nnk_module_kernel(m, "axpb", &k) == NNK_OK, "kernel");
+    if (!k) {
+        nnk_module_free(m);
+        return;
+    }
+    enum { N = 1000 };
+    static float hx[N], hy[N], hz[N], back[N];
+    for (int i = 0; i < N; i++)
+        hx[i] = (float)i * 0.75f - 100.0f, hy[i] = (float)(i % 7) - 3.5f;
+    int64_t n = N;
+    nnk_array *x = NULL, *y = NULL, *z = NULL, *wx = NULL, *wy = NULL, *wz = NULL, *zc = NULL;
+    nnk_args *args = NULL;
+    CHECK(nnk_array_from_host(ctx, NNK_F32, 1, &n, hx, &x) == NNK_OK, "x");
+    CHECK(nnk_array_from_host(ctx, NNK_F32, 1, &n, hy, &y) == NNK_OK, "y");
+    CHECK(nnk_args_new(&args) == NNK_OK, "args");
+    if (x && y && args) {
+        nnk_args_array(args, x);
+        nnk_args_array(args, y);
+        nnk_args_named_f64(args, "a", 3.0);
+        nnk_status s = nnk_launch(k, args);
+        CHECK(s == NNK_OK, "launch on the device: %s", nnk_last_error());
+        if (!s && nnk_args_output(args, 0, &z) == NNK_OK) {
+            nnk_array_retain(z);
+            CHECK(!strcmp(nnk_extension_name(nnk_array_extension(z)), "opencl"), "ran on opencl (output there)");
+            CHECK(nnk_array_to_host(z, NNK_F32, back, sizeof back) == NNK_OK, "z to host");
+            int bad = 0;
+            for (int i = 0; i < N; i++) {
+                float want = 3.0f * hx[i] + hy[i];
+                bad += memcmp(&want, &back[i], sizeof want) != 0;
+            }
+            CHECK(bad == 0, "opencl result: %d wrong", bad);
+        }
+        /* host arrays in the opencl context: cpu:float */
+        nnk_args_reset(args);
+        nnk_array_wrap(NNK_F32, 1, &n, NULL, hx, &wx);
+        nnk_array_wrap(NNK_F32, 1, &n, NULL, hy, &wy);
+        nnk_args_array(args, wx);
+        nnk_args_array(args, wy);
+        nnk_args_named_f64(args, "a", 3.0);
+        s = nnk_launch(k, args);
+        CHECK(s == NNK_OK, "launch on host arrays: %s", nnk_last_error());
+        if (!s && nnk_args_output(args, 0, &wz) == NNK_OK) {
+            nnk_array_retain(wz);
+            nnk_extension *we = nnk_array_extension(wz);
+            CHECK(!we || !strcmp(nnk_extension_name(we), "cpu"), "fell back to cpu: %s",
+                  we ? nnk_extension_name(we) : "host");
+            CHECK(nnk_array_to_host(wz, NNK_F32, hz, sizeof hz) == NNK_OK && !memcmp(hz, back, sizeof hz),
+                  "cpu and opencl agree bit for bit");
+        }
+        /* the device result copied to the host side and back */
+        if (z && wz) {
+            CHECK(nnk_array_to(z, NULL, NNK_F32, &zc) == NNK_OK, "copy on the device");
+            CHECK(nnk_array_copy(wz, z) == NNK_OK && nnk_array_copy(zc, wz) == NNK_OK, "device -> host -> device");
+            memset(hz, 0, sizeof hz);
+            CHECK(zc && nnk_array_to_host(zc, NNK_F32, hz, sizeof hz) == NNK_OK && !memcmp(hz, back, sizeof hz),
+                  "round trip");
+        }
+    }
+    nnk_args_free(args);
+    nnk_array_free(x);
+    nnk_array_free(y);
+    nnk_array_free(z);
+    nnk_array_free(wx);
+    nnk_array_free(wy);
+    nnk_array_free(wz);
+    nnk_array_free(zc);
+    nnk_module_free(m);
+}
+
+/* f64 on a device without cl_khr_fp64 (NNK_OPENCL_HIDE_EXTENSIONS hides it). */
+static int mode_nofp64(void)
+{
+    have_devices();
+    static const char src[] = "/* nnk-requires: cl_khr_fp64 (an instance computes in f64) */\n"
+                              "__kernel void TRIAD__ew_c(__global double *a0) { a0[0] = 1.0; }\n";
+    nnk_ext_kernel k;
+    nnk_status s = compile(src, &triad_iface, &k);
+    CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "needs the OpenCL extension cl_khr_fp64 (f64)"),
+          "fp64 pragma: %d %s", s, nnk_last_error());
+    static const nnk_param_desc p64[] = {{"x", NNK_F64, NNK_PARAM_TENSOR, {0}},
+                                         {"out", NNK_F64, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT, {0}}};
+    nnk_kernel_desc i64 = triad_iface;
+    i64.nparams = 1;
+    i64.params = p64;
+    s = compile("__kernel void TRIAD__ew_c(__global float *a0) { }\n", &i64, &k);
+    CHECK(s == NNK_EUNSUPPORTED && strstr(nnk_last_error(), "cl_khr_fp64"), "f64 parameter: %d %s", s,
+          nnk_last_error());
+    return finish();
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "main";
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (!(triad_src = make_triad_src())) {
+        printf("FAIL: cannot read templates/opencl/plan.h (top_srcdir)\n");
+        return 1;
+    }
+    if (!strcmp(mode, "none"))
+        return mode_none();
+    if (!strcmp(mode, "cached"))
+        return mode_cached();
+    if (!strcmp(mode, "oom"))
+        return mode_oom();
+    if (!strcmp(mode, "nofp64"))
+        return mode_nofp64();
+    int32_t n = have_devices();
+    test_devices_and_contexts(n);
+    nnk_context *ctx = NULL;
+    CHECK(nnk_get_extension_context("opencl", "device_id=0", &ctx) == NNK_OK, "context: %s", nnk_last_error());
+    if (ctx) {
+        test_memory(ctx);
+        test_jit(ctx);
+        test_module(ctx);
+    }
+    nnk_context_free(ctx);
+    return finish();
+}
