@@ -506,6 +506,93 @@ static void test_module(nnk_context *ctx)
     nnk_module_free(m);
 }
 
+/* Reductions through the emitter's OpenCL C, in each layout dispatch.c
+ * picks: row order (many rows: NAME__rd_group), column order (reduced
+ * axis outer: NAME__rd_item), split (one long slice: NAME__rd_part,
+ * rd_fin, rd_epi); an integer sum exactly, softmax's three phases within
+ * a few ulp of the C back end (host arrays in the same context: cpu). */
+static void test_reductions(nnk_context *ctx)
+{
+    static const char src[] =
+        "reduction isum(x: i32[]) -> (r: i32) { r = sum(x); }\n"
+        "reduction softmax(x: f32[]) -> (y: f32[]) { let m = max(x); let s = sum(exp(x - m)); y = exp(x - m) / s; }\n";
+    nnk_module *m = NULL;
+    nnk_kernel *isum = NULL, *smax = NULL;
+    CHECK(nnk_module_compile(ctx, src, "name=red.nnk", &m) == NNK_OK, "module: %s", nnk_last_error());
+    if (!m || nnk_module_kernel(m, "isum", &isum) || nnk_module_kernel(m, "softmax", &smax)) {
+        nnk_module_free(m);
+        return;
+    }
+    static const struct { int64_t rows, cols; int axis; const char *what; } cases[] = {
+        {512, 300, 1, "rows"}, {40, 3000, 0, "columns"}, {1, 200000, 1, "split"}, {7, 0, 1, "empty rows"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const int64_t R = cases[c].rows, Cn = cases[c].cols, n = R * Cn;
+        const int axis = cases[c].axis;
+        int64_t shape[2] = {R, Cn};
+        int32_t *hi = malloc((size_t)(n ? n : 1) * 4);
+        float *hf = malloc((size_t)(n ? n : 1) * 4), *dev = malloc((size_t)(n ? n : 1) * 4);
+        float *host = malloc((size_t)(n ? n : 1) * 4);
+        for (int64_t i = 0; i < n; i++) {
+            hi[i] = (int32_t)((i * 2654435761u) % 2001) - 1000;
+            hf[i] = (float)((i * 40503u) % 1000) * 0.01f - 5.0f;
+        }
+        int64_t nout = axis == 1 ? R : Cn;
+        int32_t *want = calloc((size_t)(nout ? nout : 1), 4), *got = calloc((size_t)(nout ? nout : 1), 4);
+        for (int64_t i = 0; i < n; i++)
+            want[axis == 1 ? i / Cn : i % Cn] += hi[i];
+        nnk_array *xi = NULL, *xf = NULL, *wf = NULL;
+        nnk_args *args = NULL;
+        nnk_args_new(&args);
+        nnk_array_from_host(ctx, NNK_I32, 2, shape, hi, &xi);
+        nnk_array_from_host(ctx, NNK_F32, 2, shape, hf, &xf);
+        nnk_array_wrap(NNK_F32, 2, shape, NULL, hf, &wf);
+        int32_t ax[1] = {axis};
+        nnk_array *r = NULL;
+        nnk_args_array(args, xi);
+        nnk_args_axes(args, 1, ax);
+        nnk_status s = nnk_launch(isum, args);
+        CHECK(s == NNK_OK, "%s: isum: %s", cases[c].what, nnk_last_error());
+        if (!s && !nnk_args_output(args, 0, &r)) {
+            CHECK(!strcmp(nnk_extension_name(nnk_array_extension(r)), "opencl"), "%s: on opencl", cases[c].what);
+            CHECK(nnk_array_to_host(r, NNK_I32, got, (size_t)nout * 4) == NNK_OK &&
+                      !memcmp(got, want, (size_t)nout * 4),
+                  "%s: integer sums", cases[c].what);
+        }
+        /* softmax on the device and on the host (cpu) */
+        nnk_array *yd = NULL, *yh = NULL;
+        nnk_args_reset(args);
+        nnk_args_array(args, xf);
+        nnk_args_axes(args, 1, ax);
+        s = nnk_launch(smax, args);
+        CHECK(s == NNK_OK, "%s: softmax: %s", cases[c].what, nnk_last_error());
+        if (!s && !nnk_args_output(args, 0, &yd))
+            nnk_array_retain(yd);
+        nnk_args_reset(args);
+        nnk_args_array(args, wf);
+        nnk_args_axes(args, 1, ax);
+        if (nnk_launch(smax, args) == NNK_OK && !nnk_args_output(args, 0, &yh))
+            nnk_array_retain(yh);
+        if (yd && yh && n > 0 && nnk_array_to_host(yd, NNK_F32, dev, (size_t)n * 4) == NNK_OK &&
+            nnk_array_to_host(yh, NNK_F32, host, (size_t)n * 4) == NNK_OK) {
+            int bad = 0;
+            for (int64_t i = 0; i < n; i++) {
+                float d = dev[i] - host[i];
+                bad += !(d <= 8e-7f * 4 && -d <= 8e-7f * 4) && !(d / host[i] < 4e-6f && -d / host[i] < 4e-6f);
+            }
+            CHECK(bad == 0, "%s: softmax: %d of %lld differ from cpu", cases[c].what, bad, (long long)n);
+        }
+        nnk_array_free(yd);
+        nnk_array_free(yh);
+        nnk_args_free(args);
+        nnk_array_free(xi);
+        nnk_array_free(xf);
+        nnk_array_free(wf);
+        free(hi), free(hf), free(dev), free(host), free(want), free(got);
+    }
+    nnk_module_free(m);
+}
+
 /* f64 on a device without cl_khr_fp64 (NNK_OPENCL_HIDE_EXTENSIONS hides it). */
 static int mode_nofp64(void)
 {
@@ -551,6 +638,7 @@ int main(int argc, char **argv)
         test_memory(ctx);
         test_jit(ctx);
         test_module(ctx);
+        test_reductions(ctx);
     }
     nnk_context_free(ctx);
     return finish();

@@ -114,7 +114,6 @@ typedef struct ocl_state {
     char status[512];
     char status_buf[4096];
     size_t mem_limit;            /* NNK_OPENCL_MEM_LIMIT: a smaller device, for tests */
-    unsigned block;              /* NNK_OPENCL_BLOCK: work-group size, a multiple of 32 up to 256 */
     int force;                   /* NNK_OPENCL_FORCE: the reduction layout, as NNK_CUDA_FORCE */
     char options[512];           /* NNK_OPENCL_OPTIONS: extra build options */
     pthread_rwlock_t mem_lock;
@@ -393,15 +392,13 @@ static nnk_status init(const nnk_host_api *host, void **state)
         return host->set_error(NNK_ENOMEM, EXT ": out of memory");
     S->host = host;
     S->mem_limit = (size_t)env_ulong(S, "NNK_OPENCL_MEM_LIMIT");
-    S->block = (unsigned)env_ulong(S, "NNK_OPENCL_BLOCK");
     S->force = (int)env_ulong(S, "NNK_OPENCL_FORCE");
     const char *opts = env(S, "NNK_OPENCL_OPTIONS");
-    if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 3 ||
+    if (S->force > 3 ||
         (opts && strlen(opts) >= sizeof S->options)) {
         free(S);
-        return host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_BLOCK must be a multiple of 32 up to %d, "
-                               "NNK_OPENCL_FORCE 0..3, NNK_OPENCL_OPTIONS under %zu characters",
-                               NNK_CUDA_BLOCK, sizeof S->options);
+        return host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_FORCE must be 0..3, NNK_OPENCL_OPTIONS under %zu "
+                               "characters", sizeof S->options);
     }
     if (opts)
         fmt(S->options, sizeof S->options, "%s", opts);
@@ -1021,13 +1018,13 @@ static nnk_status load_kernels(ocl_state *S, ocl_program *m, int reduction)
     m->reduction = reduction;
     if (!reduction)
         return NNK_OK;
-    /* NAME__cl_sizes writes the reduction layout (NAME__cu_sizes of CUDA) */
+    /* NAME__info writes the reduction layout (NAME__cu_sizes of CUDA) */
     char name[200];
-    fmt(name, sizeof name, "%s__cl_sizes", m->prefix);
+    fmt(name, sizeof name, "%s__info", m->prefix);
     cl_int r = CL_SUCCESS;
     cl_kernel k = S->cl.clCreateKernel(m->prog, name, &r);
     if (r != CL_SUCCESS || !k)
-        return cl_fail(S, NNK_EINVAL, r, "the OpenCL C of a reduction has no NAME__cl_sizes kernel");
+        return cl_fail(S, NNK_EINVAL, r, "the OpenCL C of a reduction has no NAME__info kernel");
     int32_t buf[67] = {0};
     cl_mem out = S->cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, sizeof buf, NULL, &r);
     size_t one = 1;
@@ -1043,7 +1040,7 @@ static nnk_status load_kernels(ocl_state *S, ocl_program *m, int reduction)
         S->cl.clReleaseMemObject(out);
     S->cl.clReleaseKernel(k);
     if (r != CL_SUCCESS)
-        return cl_fail(S, NNK_EDEVICE, r, "running NAME__cl_sizes");
+        return cl_fail(S, NNK_EDEVICE, r, "running NAME__info");
     if (buf[0] < 0 || buf[0] > 64 || buf[1] < 0)
         return S->host->set_error(NNK_EINVAL, EXT ": bad reduction sizes from %s (%d phases)", name, buf[0]);
     m->sizes.nphases = buf[0];
@@ -1283,13 +1280,14 @@ static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, uns
     cl_mem abuf = S->cl.clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof args, &args, &r);
     if (r != CL_SUCCESS || !abuf)
         return lc_fail(L, NNK_EDEVICE, r ? r : CL_OUT_OF_RESOURCES, "the plan buffer of", name);
-    size_t wg = block;
-    size_t kwg = 0;
-    if (S->cl.clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL) == CL_SUCCESS &&
+    /* the work-group kernels (rd_group, rd_part) require NNK_CL_GROUP
+     * items (reqd_work_group_size); the others take any local size */
+    size_t wg = block, kwg = 0;
+    const bool fixed = !strcmp(kernel_names[i].cl, "rd_group") || !strcmp(kernel_names[i].cl, "rd_part");
+    if (!fixed &&
+        S->cl.clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL) == CL_SUCCESS &&
         kwg > 0 && kwg < wg) {
-        /* fewer work-items than the CUDA block: the kernels read their
-         * group's size (get_local_size), but the grid stays as chosen */
-        while (wg > kwg && wg > 1)
+        while (wg > kwg && wg > 1) /* a device that takes fewer: same grid, smaller groups */
             wg /= 2;
     }
     size_t global[2] = {(size_t)gx * wg, gy ? gy : 1}, local[2] = {wg, 1};
@@ -1377,7 +1375,7 @@ static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, c
     cl.alloc = lc_alloc;
     cl.release = lc_release;
     cl.num_sms = S->devs[device].units > 0 ? (int)S->devs[device].units : 16;
-    cl.block = S->block;
+    cl.block = NNK_CL_GROUP; /* dispatch.c's block: the work-group kernels' local size */
     cl.force = S->force;
     int rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &cl, err, sizeof err);
     for (int i = 0; i < L.nscratch; i++)
