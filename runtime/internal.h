@@ -106,6 +106,10 @@ typedef void (*rt_task_fn)(void *arg, int64_t task);
 void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg);
 int rt_pool_threads(void);
 void rt_pool_shutdown(void);
+/* Tests only (tests/runtime/test_internal.c): called by a worker between
+ * taking up a job and claiming its first task, where the scheduler may
+ * deschedule it; NULL in the library. */
+extern void (*rt_pool_test_stall)(void);
 
 /* ---- exec.c: running host kernels over a plan --------------------------- */
 

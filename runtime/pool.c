@@ -5,13 +5,25 @@
  * Idle workers sleep on a condition variable.  One job runs at a time: a
  * caller that finds the pool busy (another thread's launch) runs its job
  * inline instead of queueing, which keeps concurrent launches from
- * serialising on the pool and avoids any deadlock.  Tasks are claimed with
- * an atomic counter, so uneven tasks balance themselves.
+ * serialising on the pool and avoids any deadlock.
+ *
+ * Tasks are claimed one at a time, so uneven tasks balance themselves, and
+ * the caller claims like any worker: it never waits for a worker that has
+ * not claimed a task.  On a loaded machine a woken worker may be
+ * descheduled for milliseconds before it runs (a busy process on its
+ * core); the caller then takes every task itself and returns, as a
+ * work-stealing pool does, and waits only for tasks a worker has claimed
+ * and is running.  A claim is a compare-and-swap on one word holding the
+ * job's number (high 32 bits) and the next task (low 32), so a worker that
+ * wakes late, still holding an old job's function, claims nothing from
+ * the next job.  Jobs of more than 2^32 - 1 tasks run as several.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <unistd.h>
+
+enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 
 static struct {
     pthread_mutex_t lock;
@@ -20,32 +32,41 @@ static struct {
     int nworkers;
     int nthreads;             /* workers + the caller; 0 until started */
     bool stop, busy;
-    uint64_t generation;      /* bumped for each job */
+    /* the current job, written under the lock before `generation` moves */
+    uint32_t generation;      /* bumped for each job */
     rt_task_fn fn;
     void *arg;
-    int64_t ntasks;
-    atomic_llong next;        /* the next task to claim */
-    int64_t ndone;
-    int active;               /* workers inside the current job */
+    int64_t base, ntasks;     /* tasks base .. base + ntasks - 1 */
+    atomic_uint_least64_t claim;   /* generation << 32 | the next task */
+    atomic_llong remaining;        /* tasks claimed or not, not yet finished */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
-static int64_t claim_and_run(rt_task_fn fn, void *arg, int64_t ntasks)
+void (*rt_pool_test_stall)(void);
+
+/* Claims and runs tasks of job `gen` until none is left; a worker that
+ * finishes the job's last task wakes the caller. */
+static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, bool caller)
 {
-    int64_t done = 0;
+    uint64_t c = atomic_load(&pool.claim);
     for (;;) {
-        int64_t t = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed);
-        if (t >= ntasks)
-            return done;
-        fn(arg, t);
-        done++;
+        if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
+            return;
+        if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
+            continue; /* c is the current value again */
+        fn(arg, base + (int64_t)(c & 0xffffffffu));
+        if (atomic_fetch_sub(&pool.remaining, 1) == 1 && !caller) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        c = atomic_load(&pool.claim);
     }
 }
 
-static void *worker(void *unused)
+static void *worker(void *start)
 {
-    uint64_t seen = 0;
+    uint32_t seen = (uint32_t)(uintptr_t)start;   /* the generation when it was created */
     pthread_mutex_lock(&pool.lock);
-    seen = pool.generation;
     for (;;) {
         while (!pool.stop && pool.generation == seen)
             pthread_cond_wait(&pool.work, &pool.lock);
@@ -56,15 +77,12 @@ static void *worker(void *unused)
             continue;
         rt_task_fn fn = pool.fn;
         void *arg = pool.arg;
-        int64_t ntasks = pool.ntasks;
-        pool.active++;
+        int64_t base = pool.base, ntasks = pool.ntasks;
         pthread_mutex_unlock(&pool.lock);
-        int64_t done = claim_and_run(fn, arg, ntasks);
+        if (rt_pool_test_stall)
+            rt_pool_test_stall();
+        claim_and_run(seen, fn, arg, base, ntasks, false);
         pthread_mutex_lock(&pool.lock);
-        pool.ndone += done;
-        pool.active--;
-        if (pool.active == 0 && pool.ndone == pool.ntasks)
-            pthread_cond_signal(&pool.done);
     }
     pthread_mutex_unlock(&pool.lock);
     return NULL;
@@ -96,7 +114,7 @@ static void start_locked(void)
         return; /* run everything inline */
     pool.stop = false;
     for (int i = 0; i < n - 1; i++) {
-        if (pthread_create(&pool.threads[i], NULL, worker, NULL) != 0)
+        if (pthread_create(&pool.threads[i], NULL, worker, (void *)(uintptr_t)pool.generation) != 0)
             break;
         pool.nworkers++;
     }
@@ -112,40 +130,45 @@ int rt_pool_threads(void)
     return n;
 }
 
-void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg)
+/* One job of at most MAX_BATCH tasks; false: the pool is busy or has no
+ * workers, and the caller runs the tasks inline. */
+static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
 {
-    if (ntasks <= 0)
-        return;
-    bool inline_run = ntasks == 1;
-    if (!inline_run) {
-        pthread_mutex_lock(&pool.lock);
-        if (!pool.nthreads)
-            start_locked();
-        inline_run = pool.busy || pool.nworkers == 0;
-        if (!inline_run) {
-            pool.busy = true;
-            pool.fn = fn;
-            pool.arg = arg;
-            pool.ntasks = ntasks;
-            pool.ndone = 0;
-            atomic_store(&pool.next, 0);
-            pool.generation++;
-            pthread_cond_broadcast(&pool.work);
-        }
-        pthread_mutex_unlock(&pool.lock);
-    }
-    if (inline_run) {
-        for (int64_t t = 0; t < ntasks; t++)
-            fn(arg, t);
-        return;
-    }
-    int64_t done = claim_and_run(fn, arg, ntasks);
     pthread_mutex_lock(&pool.lock);
-    pool.ndone += done;
-    while (pool.ndone < pool.ntasks || pool.active > 0)
+    if (!pool.nthreads)
+        start_locked();
+    if (pool.busy || pool.nworkers == 0) {
+        pthread_mutex_unlock(&pool.lock);
+        return false;
+    }
+    pool.busy = true;
+    pool.fn = fn;
+    pool.arg = arg;
+    pool.base = base;
+    pool.ntasks = ntasks;
+    uint32_t gen = ++pool.generation;
+    atomic_store(&pool.remaining, ntasks);
+    atomic_store(&pool.claim, (uint64_t)gen << 32);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_cond_broadcast(&pool.work); /* a worker not yet waiting sees the new generation itself */
+    claim_and_run(gen, fn, arg, base, ntasks, true);
+    pthread_mutex_lock(&pool.lock);
+    /* only tasks a worker claimed are left: it is running them */
+    while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     pool.busy = false;
     pthread_mutex_unlock(&pool.lock);
+    return true;
+}
+
+void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg)
+{
+    for (int64_t base = 0; base < ntasks; base += MAX_BATCH) {
+        int64_t n = ntasks - base < MAX_BATCH ? ntasks - base : MAX_BATCH;
+        if (n == 1 || !run_batch(base, n, fn, arg))
+            for (int64_t t = base; t < base + n; t++)
+                fn(arg, t);
+    }
 }
 
 void rt_pool_shutdown(void)

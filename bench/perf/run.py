@@ -505,6 +505,7 @@ def main():
     ap.add_argument("--peers", default=",".join(PEER_IMPLS), help="comma-separated subset of the peers")
     ap.add_argument("--first-reps", type=int, default=3, help="fresh processes per kind; 0: no first calls")
     ap.add_argument("--no-contention", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated parts to run: main, first, contention")
     ap.add_argument("--json", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--md", default=os.path.join(HERE, "results.md"))
     ap.add_argument("--docs", default="", help="docs/performance.md to update between its perf markers")
@@ -523,20 +524,26 @@ def main():
     load_start = load()
     write_inputs(os.path.join(work, "data"))
 
-    servers, described = start_servers(args, work, flush, args.peer_set)
-    # "check" answers with CHECK_LINES lines (perf_bench.c)
-    checks = [servers["nnk"].ask("check")] + [servers["nnk"].p.stdout.readline().strip() for _ in range(8)]
-    for line in checks:
-        print(line, file=sys.stderr)
-    impls = [i for i in IMPLS if i in servers]
-    samples = schedule(args, servers, cases, impls, args.warmup + args.reps, args.warmup)
-    for s in set(servers.values()):
-        s.close()
-    med = medians(samples)
+    parts = set(args.only.split(",")) if args.only else {"main", "first", "contention"}
+    if args.no_contention or os.cpu_count() < 2:
+        parts.discard("contention")
+    if args.first_reps <= 0:
+        parts.discard("first")
+    samples, med, checks, described = {}, {}, [], {}
+    if "main" in parts:
+        servers, described = start_servers(args, work, flush, args.peer_set)
+        # "check" answers with CHECK_LINES lines (perf_bench.c)
+        checks = [servers["nnk"].ask("check")] + [servers["nnk"].p.stdout.readline().strip() for _ in range(8)]
+        for line in checks:
+            print(line, file=sys.stderr)
+        impls = [i for i in IMPLS if i in servers]
+        samples = schedule(args, servers, cases, impls, args.warmup + args.reps, args.warmup)
+        for s in set(servers.values()):
+            s.close()
+        med = medians(samples)
 
-    first = first_calls(args, work, args.first_reps) if args.first_reps > 0 else {}
-    cont, cont_samples = ({}, {}) if args.no_contention or os.cpu_count() < 2 else \
-        contention(args, work, flush, cases, args.reps)
+    first = first_calls(args, work, args.first_reps) if "first" in parts else {}
+    cont, cont_samples = contention(args, work, flush, cases, args.reps) if "contention" in parts else ({}, {})
     vers = {"python": subprocess.run([args.python, "-c", "import platform; print(platform.python_version())"],
                                      capture_output=True, text=True).stdout.strip()}
     vers.update(described)

@@ -1,8 +1,12 @@
 /* test_internal.c - CUnit tests of libnnk's internals: SHA-256 against
  * the FIPS 180-4 / NIST vectors, the kw parser, the allocator's size
- * classes, the cache entry trailer, the JIT's memory of failed compiles. */
+ * classes, the cache entry trailer, the JIT's memory of failed compiles,
+ * the thread pool with a descheduled worker. */
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +238,64 @@ static void test_jit_failures_cached(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* ---- the pool: a worker descheduled before it claims a task ------------------ */
+
+static atomic_int stalled, caller_back, woke_early, runs[2][64], wrong;
+static pthread_t caller;
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* The worker stops where a descheduled one would, until the caller is back
+ * from rt_pool_run (at most 3 s: with a pool that waits for it, never). */
+static void stall(void)
+{
+    if (atomic_exchange(&stalled, 1))
+        return;   /* only the first job's worker */
+    for (int i = 0; i < 3000 && !atomic_load(&caller_back); i++)
+        sleep_ms(1);
+    if (!atomic_load(&caller_back))
+        atomic_store(&woke_early, 1);
+}
+
+static void count_task(void *arg, int64_t t)
+{
+    int job = (int)(intptr_t)arg;
+    if (job == 0 && t == 0 && pthread_equal(pthread_self(), caller))
+        for (int i = 0; i < 3000 && !atomic_load(&stalled); i++)
+            sleep_ms(1);   /* until the worker has taken up the job */
+    if (t < 0 || t >= 64)
+        atomic_store(&wrong, 1);
+    else
+        atomic_fetch_add(&runs[job][t], 1);
+}
+
+static void test_pool_stalled_worker(void)
+{
+    setenv("NNK_NUM_THREADS", "2", 1);
+    rt_pool_shutdown();
+    caller = pthread_self();
+    rt_pool_test_stall = stall;
+    CU_ASSERT_EQUAL(rt_pool_threads(), 2);
+    rt_pool_run(64, count_task, (void *)(intptr_t)0);
+    atomic_store(&caller_back, 1);
+    /* the next job at once, while the stale worker may still hold the
+     * first one's function: it must run none of the second's tasks with it */
+    rt_pool_run(64, count_task, (void *)(intptr_t)1);
+    rt_pool_shutdown();
+    rt_pool_test_stall = NULL;
+    unsetenv("NNK_NUM_THREADS");
+    CU_ASSERT_EQUAL(atomic_load(&stalled), 1);
+    CU_ASSERT_EQUAL(atomic_load(&woke_early), 0);   /* the caller did not wait for it */
+    CU_ASSERT_EQUAL(atomic_load(&wrong), 0);
+    for (int j = 0; j < 2; j++)
+        for (int t = 0; t < 64; t++)
+            CU_ASSERT_EQUAL(atomic_load(&runs[j][t]), 1);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -245,6 +307,7 @@ int main(void)
     CU_add_test(s, "cache_entry", test_cache_entry);
     CU_add_test(s, "tool_run", test_tool_run);
     CU_add_test(s, "jit_failures_cached", test_jit_failures_cached);
+    CU_add_test(s, "pool_stalled_worker", test_pool_stalled_worker);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
