@@ -3,7 +3,7 @@
  * Each section names the file that defines what it declares.  The compiler
  * is a pipeline: source -> lexer (grammar/lexer.re) -> parser
  * (grammar/parser.y) -> AST (ast.c) -> sema (sema.c, types.c, fold.c) ->
- * IR (lower.c, passes.c) -> emitters (emit_c.c, emit_cuda.c) filling
+ * IR (lower.c, ir.c) -> emitters (emit_c.c, emit_cuda.c) filling
  * templates (template.c).  Everything the compiler allocates lives in one
  * arena per Compiler and is freed in one go by nnkc_free().
  */
@@ -490,7 +490,7 @@ Instance *sema_instance(Compiler *c, Item *kernel, const Type *targs, const Type
 Item *sema_find_kernel(Compiler *c, const char *name);
 
 /* ===================================================================== */
-/* lower.c, passes.c: the typed IR of an instance                        */
+/* lower.c, ir.c: the typed IR of an instance                            */
 /* ===================================================================== */
 
 typedef enum {
@@ -513,7 +513,7 @@ typedef struct IrNode {
                         for a weak value adopting f16/bf16 (no rounding);
                         an IR_CAST from f16 to f16 (bf16 too) rounds */
     Value value;     /* IR_CONST */
-    int32_t uses;    /* passes.c */
+    int32_t uses;    /* ir.c */
 } IrNode;
 
 typedef struct IrReducer {

@@ -1,18 +1,15 @@
-/* error.c - status codes, the thread-local error message, allocation
- * helpers, dtype names, and the global shutdown. */
+/* error.c - status codes, the thread-local error message, and the
+ * allocation and string helpers that report NNK_ENOMEM through it. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define RT_ERROR_MAX 4096
 
 static _Thread_local char last_error[RT_ERROR_MAX];
 static _Thread_local unsigned long error_serial; /* messages set on this thread */
-
-atomic_long rt_live_objects;
 
 const char *nnk_last_error(void)
 {
@@ -143,102 +140,4 @@ void rt_str_free(rt_str *b)
 {
     free(b->s);
     *b = (rt_str){0};
-}
-
-/* ---- dtypes ------------------------------------------------------------ */
-
-static const struct {
-    const char *name;
-    size_t size;
-} dtypes[NNK_DTYPE_COUNT] = {
-#define TYPE(id, name, cls, bits, ...) [NNK_##id] = {name, bits / 8},
-#include "types.def"
-#undef TYPE
-};
-
-const char *nnk_dtype_name(nnk_dtype t)
-{
-    return (unsigned)t < NNK_DTYPE_COUNT ? dtypes[t].name : NULL;
-}
-
-size_t nnk_dtype_size(nnk_dtype t)
-{
-    return (unsigned)t < NNK_DTYPE_COUNT ? dtypes[t].size : 0;
-}
-
-nnk_status nnk_dtype_parse(const char *name, nnk_dtype *out)
-{
-    static const struct {
-        const char *alias;
-        nnk_dtype t;
-    } aliases[] = {
-        {"float16", NNK_F16}, {"half", NNK_F16}, {"bfloat16", NNK_BF16}, {"float32", NNK_F32},
-        {"float", NNK_F32}, {"float64", NNK_F64}, {"double", NNK_F64}, {"int8", NNK_I8},
-        {"int16", NNK_I16}, {"int32", NNK_I32}, {"int64", NNK_I64}, {"uint8", NNK_U8},
-        {"uint16", NNK_U16}, {"uint32", NNK_U32}, {"uint64", NNK_U64},
-    };
-    if (!name || !out)
-        return rt_error(NNK_EINVAL, "nnk_dtype_parse: NULL argument");
-    for (int t = 0; t < NNK_DTYPE_COUNT; t++)
-        if (strcasecmp(name, dtypes[t].name) == 0)
-            return *out = (nnk_dtype)t, NNK_OK;
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (strcasecmp(name, aliases[i].alias) == 0)
-            return *out = aliases[i].t, NNK_OK;
-    return rt_error(NNK_EINVAL, "unknown dtype '%s' (expected bool, i8..i64, u8..u64, f16, bf16, f32, f64)", name);
-}
-
-/* ---- shutdown ---------------------------------------------------------- */
-
-void nnk_shutdown(void)
-{
-    rt_pool_shutdown();
-    rt_context_shutdown();
-    rt_linked_shutdown();      /* kernels of nnk_launch_desc, before their extensions */
-    rt_extensions_shutdown();  /* frees allocators, then fini + dlclose */
-    rt_jit_shutdown();
-}
-
-/* One set of fork handlers so that the locks are taken in the order the
- * runtime nests them (a kernel of a linked descriptor is made under
- * linked.lock, which makes the default context, which imports the cpu
- * extension, whose init may compile): a fork waits for what holds them
- * and the child finds them free and the data consistent. */
-static void fork_prepare(void)
-{
-    rt_linked_atfork(RT_FORK_PREPARE);
-    rt_context_atfork(RT_FORK_PREPARE);
-    rt_extensions_atfork(RT_FORK_PREPARE);
-    rt_jit_atfork(RT_FORK_PREPARE);
-}
-
-static void fork_parent(void)
-{
-    rt_jit_atfork(RT_FORK_PARENT);
-    rt_extensions_atfork(RT_FORK_PARENT);
-    rt_context_atfork(RT_FORK_PARENT);
-    rt_linked_atfork(RT_FORK_PARENT);
-}
-
-static void fork_child(void)
-{
-    rt_jit_atfork(RT_FORK_CHILD);
-    rt_extensions_atfork(RT_FORK_CHILD);
-    rt_context_atfork(RT_FORK_CHILD);
-    rt_linked_atfork(RT_FORK_CHILD);
-}
-
-__attribute__((constructor)) static void rt_fork_init(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
-/* At exit, tearing down under live objects would turn their later frees
- * (from other destructors) into use-after-free: then only the threads go. */
-__attribute__((destructor)) static void rt_fini(void)
-{
-    if (atomic_load(&rt_live_objects) == 0)
-        nnk_shutdown();
-    else
-        rt_pool_shutdown();
 }

@@ -34,10 +34,6 @@ nnk_status rt_error_prefix(nnk_status s, const char *fmt, ...) __attribute__((fo
  * hook set none (a message set in advance would outlive a success). */
 unsigned long rt_error_serial(void);
 #define rt_check_null(p, name) ((p) ? NNK_OK : rt_error(NNK_EINVAL, "%s: %s is NULL", __func__, name))
-/* Live objects, so the exit-time destructor knows whether it may tear down. */
-extern atomic_long rt_live_objects;
-static inline void rt_live_inc(void) { atomic_fetch_add_explicit(&rt_live_objects, 1, memory_order_relaxed); }
-static inline void rt_live_dec(void) { atomic_fetch_sub_explicit(&rt_live_objects, 1, memory_order_relaxed); }
 
 /* Allocation helpers that set NNK_ENOMEM messages. */
 void *rt_malloc(size_t n);
@@ -55,7 +51,14 @@ void rt_str_puts(rt_str *b, const char *s);
 void rt_str_printf(rt_str *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rt_str_free(rt_str *b);
 
-/* fork(): error.c's handlers take the runtime's global locks in one order
+/* ---- lifecycle.c ---------------------------------------------------------- */
+
+/* Live objects, so the exit-time destructor knows whether it may tear down. */
+extern atomic_long rt_live_objects;
+static inline void rt_live_inc(void) { atomic_fetch_add_explicit(&rt_live_objects, 1, memory_order_relaxed); }
+static inline void rt_live_dec(void) { atomic_fetch_sub_explicit(&rt_live_objects, 1, memory_order_relaxed); }
+
+/* fork(): lifecycle.c's handlers take the runtime's global locks in one order
  * (linked descriptors, default context, extension registry, JIT) and give
  * them back in the parent and the child (each file's rt_*_atfork). */
 typedef enum { RT_FORK_PREPARE, RT_FORK_PARENT, RT_FORK_CHILD } rt_fork_phase;

@@ -568,7 +568,7 @@ void rt_jit_shutdown(void)
 /* ---- fork ------------------------------------------------------------------------- */
 
 /* The lock is held only for short sections (never over a compiler), so
- * fork takes it (error.c, after the locks that nest outside it): the
+ * fork takes it (lifecycle.c, after the locks that nest outside it): the
  * child gets a consistent table and a free lock.  Entries that threads of
  * the parent were compiling have no thread in the child: they go (whoever
  * wants them there compiles them again). */

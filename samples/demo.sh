@@ -42,7 +42,7 @@ if [ -z "${NNK_DEMO_PLAIN:-}" ] && command -v autoreconf >/dev/null 2>&1 && comm
           "$here/activations.nnk" "$here/norms.nnk" "$here/activations_demo.c" "$here/norms_demo.c" "$work/src/"
     cat > "$work/pc/nnk.pc" <<PC
 nnkc=$NNKC
-mkfile=$top_srcdir/compiler/build/nnk.mk
+mkfile=$top_srcdir/integration/nnk.mk
 Name: nnk
 Description: nnk (build tree $builddir)
 Version: 0.1.0
@@ -50,7 +50,7 @@ Cflags: -I$top_srcdir/runtime/include
 Libs: -L$builddir/.libs -lnnk
 PC
     export PKG_CONFIG_PATH="$work/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    export ACLOCAL_PATH="$top_srcdir/compiler/build${ACLOCAL_PATH:+:$ACLOCAL_PATH}"
+    export ACLOCAL_PATH="$top_srcdir/integration${ACLOCAL_PATH:+:$ACLOCAL_PATH}"
     echo "+ autoreconf -fi && ./configure && make    (in $work)"
     (cd "$work/src" && autoreconf -fi >"$work/autoreconf.log" 2>&1) ||
         { cat "$work/autoreconf.log"; exit 1; }

@@ -1,4 +1,4 @@
-/* passes.c - analyses over the IR that the emitters share, and the
+/* ir.c - analyses over the IR that the emitters share, and the
  * readable dump of --emit=ir.  Folding, CSE and dead-code removal happen
  * as lower.c builds the DAG; what is left is bookkeeping for emission. */
 #include "nnkc.h"
