@@ -214,6 +214,14 @@ Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt)
     return p;
 }
 
+Param *ast_param_mod(Compiler *c, Token mod, Token name, TypeRef *ty)
+{
+    Param *p = ast_param(c, name, ty, NULL);
+    p->mod = mod.text;
+    p->mod_range = mod.range;
+    return p;
+}
+
 Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Token semi)
 {
     Stmt *s = arena_alloc(c->arena, sizeof *s);
@@ -303,7 +311,8 @@ Item *ast_kernel(Compiler *c, Token kw, Token name, List *generics, List *params
     it->name_range = name.range;
     it->generics = *generics;
     it->params = *params;
-    it->outputs = *outs;
+    if (outs)
+        it->outputs = *outs;
     it->body = *body;
     return it;
 }
@@ -410,7 +419,9 @@ static void dump_params(const List *l, Buf *out)
 {
     for (int i = 0; i < l->n; i++) {
         const Param *p = l->items[i];
-        buf_printf(out, "%s%s", i ? ", " : "", p->name);
+        if (p->inout_of) /* sema's output for an inout parameter (they come last) */
+            continue;
+        buf_printf(out, "%s%s%s%s", i ? ", " : "", p->mod ? p->mod : "", p->mod ? " " : "", p->name);
         dump_type(&p->ty, out);
         if (p->dflt) {
             buf_puts(out, " = ");

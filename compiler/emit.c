@@ -504,12 +504,16 @@ void emit_signature(const Instance *in, Buf *out)
 {
     buf_puts(out, "(");
     for (int i = 0; i < in->nparams; i++)
-        buf_printf(out, "%s%s: %s%s", i ? ", " : "", in->params[i].name, type_name(in->params[i].type),
-                   in->params[i].tensor ? "[]" : "");
+        buf_printf(out, "%s%s%s: %s%s", i ? ", " : "", in->params[i].inout ? "inout " : "", in->params[i].name,
+                   type_name(in->params[i].type), in->params[i].tensor ? "[]" : "");
     buf_puts(out, ") -> (");
-    for (int i = 0; i < in->nouts; i++)
-        buf_printf(out, "%s%s: %s%s", i ? ", " : "", in->outs[i].name, type_name(in->outs[i].type),
+    for (int i = 0, first = 1; i < in->nouts; i++) {
+        if (in->outs[i].inout) /* shown as the parameter */
+            continue;
+        buf_printf(out, "%s%s: %s%s", first ? "" : ", ", in->outs[i].name, type_name(in->outs[i].type),
                    in->outs[i].tensor ? "[]" : "");
+        first = 0;
+    }
     buf_puts(out, ")");
 }
 

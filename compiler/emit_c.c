@@ -206,15 +206,7 @@ static const char *c_param(const Gen *g, const char *name)
 static const char *signature(const Gen *g)
 {
     Buf b = {0};
-    buf_puts(&b, "(");
-    for (int i = 0; i < g->in->nparams; i++)
-        buf_printf(&b, "%s%s: %s%s", i ? ", " : "", g->in->params[i].name, type_name(g->in->params[i].type),
-                   g->in->params[i].tensor ? "[]" : "");
-    buf_puts(&b, ") -> (");
-    for (int i = 0; i < g->in->nouts; i++)
-        buf_printf(&b, "%s%s: %s%s", i ? ", " : "", g->in->outs[i].name, type_name(g->in->outs[i].type),
-                   g->in->outs[i].tensor ? "[]" : "");
-    buf_puts(&b, ")");
+    emit_signature(g->in, &b);
     return bufstr(g->c, &b);
 }
 
@@ -225,13 +217,15 @@ static void api_params(const Gen *g, TDict *d)
     for (int i = 0; i < g->in->nparams; i++) {
         const InstParam *ip = &g->in->params[i];
         if (ip->tensor)
-            buf_printf(&p, ", const %s *%s", emit_api_type(ip->storage), c_param(g, ip->name));
+            buf_printf(&p, ", %s%s *%s", ip->inout ? "" : "const ", emit_api_type(ip->storage), c_param(g, ip->name));
         else
             buf_printf(&p, ", %s %s", emit_api_type(ip->type), c_param(g, ip->name));
     }
+    /* an inout parameter's output is the parameter's pointer (same name) */
     for (int i = 0; i < g->in->nouts; i++) {
         const InstParam *o = &g->in->outs[i];
-        buf_printf(&p, ", %s *%s", emit_api_type(o->storage), c_param(g, o->name));
+        if (!o->inout)
+            buf_printf(&p, ", %s *%s", emit_api_type(o->storage), c_param(g, o->name));
     }
     tset(d, "api_params", p.data ? p.data : "");
     buf_free(&p);
@@ -251,6 +245,8 @@ static void desc_params(const Gen *g, TDict *d)
             buf_puts(&f, " | NNK_PARAM_OUTPUT");
         if (out && !p->tensor)
             buf_puts(&f, " | NNK_PARAM_REDUCED");
+        if (p->inout)
+            buf_puts(&f, " | NNK_PARAM_INOUT");
         if (p->has_default)
             buf_puts(&f, " | NNK_PARAM_DEFAULT");
         tset(e, "pflags", f.data);
@@ -322,8 +318,12 @@ static void scalar_lists(const Gen *g, TDict *d)
         else
             buf_printf(&sp, "%s%s %s", first ? "" : ", ", emit_api_type(ip->type), c_param(g, ip->name));
     }
-    for (int i = 0; i < g->in->nouts; i++, first = 0)
+    for (int i = 0; i < g->in->nouts; i++) {
+        if (g->in->outs[i].inout) /* the parameter's view */
+            continue;
         buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, g->in->outs[i].name));
+        first = 0;
+    }
     tset(d, "view_list", v.data ? v.data : "0");
     tset(d, "reduced_list", red.data ? red.data : "0");
     tset(d, "strided_api_params", sp.data ? sp.data : "void");
@@ -566,6 +566,8 @@ static void elementwise(const Gen *g, TDict *d)
             }
         }
         for (int i = 0; i < g->in->nouts; i++) {
+            if (g->in->outs[i].inout) /* NAME_strided takes the parameter's view for it */
+                continue;
             buf_printf(&views, "const nnk_view v%d_ = {(void *)%s, 1, shape_, strides_};\n", vi,
                        c_param(g, g->in->outs[i].name));
             buf_printf(&args, "%s&v%d_", args.len ? ", " : "", vi++);
@@ -587,6 +589,11 @@ static void elementwise(const Gen *g, TDict *d)
             }
         }
         tset(d, "api_overlap", ap.len ? bufstr(g->c, &ap) : "0");
+        /* an inout parameter is its own output: never the restrict loops */
+        bool inout = false;
+        for (int i = 0; i < g->in->nouts; i++)
+            inout |= g->in->outs[i].inout;
+        tbool(d, "api_inout", inout);
     }
     tset(d, "strided_params", bufstr(g->c, &spp));
     tset(d, "api_args", bufstr(g->c, &apiargs));

@@ -56,9 +56,13 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
         const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
         const char *nm = name_c_param(c->arena, p->name);
         if (p->tensor || out) {
-            buf_printf(&params, out ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
-            buf_printf(&run_params, ", struct nnk_array *%s", nm);
-            buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
+            /* an inout parameter's output: the parameter's pointer or
+             * array (same name), which the runtime passes for it */
+            if (!(out && p->inout)) {
+                buf_printf(&params, out || p->inout ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
+                buf_printf(&run_params, ", struct nnk_array *%s", nm);
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
+            }
             TDict *v = tpush(e, "fat_views");
             tsetf(v, "k", "%d", nviews);
             tset(v, "arg", nm);

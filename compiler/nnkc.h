@@ -371,6 +371,10 @@ typedef struct Param {
     Range range;
     TypeRef ty;
     Expr *dflt;
+    const char *mod;        /* the word before the name ("inout"), checked by sema; or NULL */
+    Range mod_range;
+    bool inout;             /* sema: a parameter read and written at the same position */
+    struct Param *inout_of; /* sema: on the output it adds, the inout parameter */
 } Param;
 
 typedef enum { S_LET, S_ASSIGN, S_ERROR } StmtKind; /* S_ERROR: lost to a syntax error */
@@ -430,6 +434,7 @@ TypeRef *ast_type(Compiler *c, Token name, bool tensor, Token end);
 TypeRef *ast_no_type(Compiler *c);
 Generic *ast_generic(Compiler *c, Token name, Token *cls);
 Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt);
+Param *ast_param_mod(Compiler *c, Token mod, Token name, TypeRef *ty); /* inout y: T[] */
 Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Token semi);
 Stmt *ast_assign(Compiler *c, Token name, Expr *value, Token semi);
 Stmt *ast_lost_stmt(Compiler *c, Token semi);
@@ -437,6 +442,7 @@ InstSpec *ast_inst(Compiler *c, Token name, List *types, Token end);
 Item *ast_import(Compiler *c, Token kw, Token path, Token semi);
 Item *ast_const(Compiler *c, Token kw, Token name, TypeRef *ty, Expr *value, Token semi);
 Item *ast_func(Compiler *c, Token kw, Token name, List *generics, List *params, TypeRef *ret, Expr *body, Token semi);
+/* outs NULL: no '-> (...)' (a kernel whose outputs are its inout parameters) */
 Item *ast_kernel(Compiler *c, Token kw, Token name, List *generics, List *params, List *outs, List *body, Token rbrace);
 Item *ast_instantiate(Compiler *c, Token kw, List *insts, Token semi);
 void ast_add_item(Compiler *c, Item *it);
@@ -461,6 +467,7 @@ typedef struct InstParam {
     Type storage;  /* dtype in memory (a JIT call may pass another dtype) */
     bool has_default;
     Value dflt;
+    bool inout;    /* an inout parameter, or the output it adds (same name, same array) */
 } InstParam;
 
 /* A checked kernel instance: the typed tree of every output. */
@@ -733,6 +740,7 @@ typedef struct NnkcParamInfo {
     Type type;         /* the declared scalar type when typevar < 0 */
     bool has_default;
     Value dflt;        /* as written: may be a literal (T_WINT / T_WFLOAT) */
+    bool inout;        /* an inout parameter, or (output) the output it adds: one array for both */
 } NnkcParamInfo;
 
 typedef struct NnkcKernelInfo {

@@ -31,6 +31,7 @@ typedef struct Binding {
     Expr *value;          /* typed value; NULL for an output not assigned yet */
     Range assigned;       /* outputs: where */
     int index;            /* outputs: position */
+    Expr *param;          /* an inout parameter's output: its input, read until assigned */
     struct Binding *next;
 } Binding;
 
@@ -843,6 +844,12 @@ static Expr *check_name(Ctx *x, Expr *e)
     if (b) {
         switch (b->kind) {
         case BIND_OUT:
+            if (!b->value && b->param) { /* inout: the value it came in with */
+                Expr *p = mk(x, E_PARAM, (Type)b->param->type, e->range);
+                p->index = b->param->index;
+                p->vary = b->param->vary;
+                return p;
+            }
             if (!b->value) {
                 diag_error(x->c, e->range, "output '%s' is used before it is assigned", e->name);
                 return mk_error(x, e->range);
@@ -979,6 +986,39 @@ static Expr *check_const_item(Compiler *c, Item *it)
 
 static bool param_is_tensor(const Param *p) { return p->ty.present && p->ty.tensor; }
 
+/* The word before a parameter's name: 'inout' on a tensor parameter of an
+ * elementwise kernel. */
+static bool check_param_kind(Compiler *c, Item *k, Param *p, bool output)
+{
+    static const char *const kinds[] = {"inout"};
+    if (strcmp(p->mod, "inout") != 0) {
+        const char *sug = diag_suggest(p->mod, kinds, 1);
+        if (sug)
+            diag_error(c, p->mod_range, "unknown parameter kind '%s'; did you mean '%s'?", p->mod, sug);
+        else
+            diag_error(c, p->mod_range, "unknown parameter kind '%s'", p->mod);
+        diag_note_plain(c, "a parameter is 'NAME: TYPE', or 'inout NAME: T[]' to update a tensor in place");
+        return false;
+    }
+    if (output) {
+        diag_error(c, p->mod_range, "'inout' belongs to a parameter, not an output; write 'inout %s' among the parameters", p->name);
+        return false;
+    }
+    /* (an inout parameter even when misused: no follow-on errors about
+     * assigning a parameter or a kernel without outputs) */
+    p->inout = true;
+    if (k->kind != I_ELEMENTWISE) {
+        diag_error(c, p->mod_range, "'inout' parameters are for elementwise kernels; '%s' is a reduction", k->name);
+        diag_note_plain(c, "a reduction writes its results to outputs: '-> (%s: T)'", p->name);
+        return false;
+    }
+    if (p->ty.present && !p->ty.tensor) {
+        diag_error(c, p->ty.range, "an inout parameter is a tensor; write 'inout %s: %s[]'", p->name, p->ty.name);
+        return false;
+    }
+    return true;
+}
+
 /* Checks the parts of a kernel that do not depend on type arguments. */
 static bool check_kernel_header(Compiler *c, Item *k)
 {
@@ -993,6 +1033,8 @@ static bool check_kernel_header(Compiler *c, Item *k)
                            p->name, pass ? "[]" : "[]");
                 ok = false;
             }
+            if (p->mod && !check_param_kind(c, k, p, pass))
+                ok = false;
             if (p->dflt && (pass || param_is_tensor(p))) {
                 diag_error(c, p->dflt->range, "only scalar parameters can have a default value");
                 ok = false;
@@ -1028,10 +1070,34 @@ static bool check_kernel_header(Compiler *c, Item *k)
             }
         }
     }
+    /* An inout parameter is an input and, after the declared outputs, an
+     * output of the same name bound to the same array (the runtime passes
+     * it twice; the exact alias is element for element). */
+    int ninout = 0;
+    for (int i = 0, n = k->params.n; i < n; i++) {
+        Param *p = k->params.items[i];
+        if (!p->inout)
+            continue;
+        Param *o = arena_alloc(c->arena, sizeof *o);
+        *o = *p;
+        o->inout = false;
+        o->inout_of = p;
+        o->mod = NULL;
+        list_push(c->arena, &k->outputs, o);
+        /* it is a second tensor operand: within the plan's limit too */
+        if (++ntensor == NNKC_MAX_PARAMS + 1) {
+            diag_error(c, p->range, "kernel '%s' has more than %d tensor parameters and outputs (an inout parameter counts twice)",
+                       k->name, NNKC_MAX_PARAMS);
+            ok = false;
+        }
+        ninout++;
+    }
     if (k->outputs.n == 0) {
         diag_error(c, k->name_range, "kernel '%s' has no outputs", k->name);
+        diag_note_plain(c, "outputs are declared after the parameters, as in '-> (y: f32[])', or a parameter is 'inout'");
         ok = false;
     }
+    (void)ninout;
     return ok;
 }
 
@@ -1078,6 +1144,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         InstParam *ip = &in->params[i];
         ip->name = p->name;
         ip->tensor = param_is_tensor(p);
+        ip->inout = p->inout;
         ip->type = p->ty.present ? resolve_type(&x, &p->ty, true) : T_ERROR;
         ip->storage = ip->type;
         if (ip->tensor && storage && storage[si] != T_NONE)
@@ -1114,8 +1181,16 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         if (storage && storage[si] != T_NONE)
             op->storage = storage[si];
         si++;
+        Expr *inval = NULL;
+        if (p->inout_of) {
+            Binding *pb = lookup(&x, p->name);
+            nnkc_assert(pb && pb->kind == BIND_PARAM);
+            inval = pb->value;
+            op->inout = true;
+        }
         Binding *b = bind(&x, p->name, BIND_OUT, p->range, NULL);
         b->index = i;
+        b->param = inval;
         if (nouts_bound < (int)(sizeof outs / sizeof *outs))
             outs[nouts_bound++] = b;
     }
@@ -1188,7 +1263,11 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
     for (int i = 0; i < k->body.n; i++)
         lost_stmt |= ((Stmt *)k->body.items[i])->kind == S_ERROR;
     for (int i = 0; i < nouts_bound && !lost_stmt; i++) {
-        if (!outs[i]->value) {
+        if (!outs[i]->value && outs[i]->param) {
+            diag_error(c, k->name_range, "inout parameter '%s' of '%s' is never assigned", outs[i]->name, k->name);
+            diag_note(c, outs[i]->decl, "'%s' is declared here; without 'inout' it is only read", outs[i]->name);
+            in->values[outs[i]->index] = mk_error(&x, outs[i]->decl);
+        } else if (!outs[i]->value) {
             diag_error(c, k->name_range, "output '%s' of '%s' is never assigned", outs[i]->name, k->name);
             diag_note(c, outs[i]->decl, "'%s' is declared here", outs[i]->name);
             in->values[outs[i]->index] = mk_error(&x, outs[i]->decl);

@@ -127,6 +127,8 @@ item(A) ::= FUNC(K) IDENT(N) generics(G) LPAREN params(P) RPAREN rettype(R) ASSI
                                                { A = ast_func(ps->c, K, N, G, P, R, B, E); }
 item(A) ::= kw(K) IDENT(N) generics(G) LPAREN params(P) RPAREN ARROW LPAREN params(O) RPAREN
             LBRACE stmts(S) RBRACE(E).         { A = ast_kernel(ps->c, K, N, G, P, O, S, E); }
+item(A) ::= kw(K) IDENT(N) generics(G) LPAREN params(P) RPAREN LBRACE stmts(S) RBRACE(E).
+                                               { A = ast_kernel(ps->c, K, N, G, P, NULL, S, E); }
 item(A) ::= INSTANTIATE(K) insts(L) SEMI(E).   { A = ast_instantiate(ps->c, K, L, E); }
 
 kw(A) ::= ELEMENTWISE(T).                      { A = T; }
@@ -156,6 +158,8 @@ paramlist(A) ::= paramlist(L) COMMA param(P).  { A = ast_append(ps->c, L, P); }
 param(A) ::= IDENT(N) typeann(T).              { A = ast_param(ps->c, N, T, NULL); }
 param(A) ::= IDENT(N) typeann(T) ASSIGN expr(D).
                                                { A = ast_param(ps->c, N, T, D); }
+/* a parameter kind ("inout") is a word, not a keyword: sema checks it */
+param(A) ::= IDENT(M) IDENT(N) typeann(T).     { A = ast_param_mod(ps->c, M, N, T); }
 
 typeann(A) ::= .                               { A = ast_no_type(ps->c); }
 typeann(A) ::= COLON type(T).                  { A = T; }

@@ -262,6 +262,7 @@ typedef struct rt_param {
     bool tensor, output, reduced, has_default;
     int32_t typevar;          /* index of its type variable, or -1 */
     nnk_dtype type;           /* the declared type when typevar < 0 */
+    bool inout;               /* an inout parameter, or the output after the declared ones standing for it */
 } rt_param;
 
 /* A scalar value given by the caller or as a jit function's default. */
@@ -320,6 +321,8 @@ struct nnk_module {
  * k->lock held.  module.c for module kernels, launch.c for the others. */
 nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst);
 nnk_status rt_kernel_init(nnk_kernel *k, rt_kernel_kind kind, const nnk_context *ctx, const char *name);
+/* The inout input that inout output parameter p stands for, or -1 (launch.c). */
+int32_t rt_inout_input(const nnk_kernel *k, int32_t p);
 void rt_kernel_fini(nnk_kernel *k);
 /* Frees the kernels nnk_launch_desc keeps (nnk_shutdown, before the extensions go). */
 void rt_linked_shutdown(void);

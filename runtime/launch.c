@@ -206,6 +206,16 @@ void rt_kernel_fini(nnk_kernel *k)
     pthread_mutex_destroy(&k->lock);
 }
 
+/* The inout input an inout output (parameter p) stands for: the inout
+ * tensor input of its name; -1 when there is none. */
+int32_t rt_inout_input(const nnk_kernel *k, int32_t p)
+{
+    for (int32_t q = 0; q < k->nin; q++)
+        if (k->params[q].inout && k->params[q].tensor && strcmp(k->params[q].name, k->params[p].name) == 0)
+            return q;
+    return -1;
+}
+
 /* Checks a descriptor of linked or compiled code and copies its interface. */
 static nnk_status adopt_desc(nnk_kernel *k, const nnk_kernel_desc *d)
 {
@@ -245,7 +255,22 @@ static nnk_status adopt_desc(nnk_kernel *k, const nnk_kernel_desc *d)
         const nnk_param_desc *pd = &d->params[p];
         k->params[p] = (rt_param){pd->name, (pd->flags & NNK_PARAM_TENSOR) != 0, p >= k->nin,
                                   (pd->flags & NNK_PARAM_REDUCED) != 0, (pd->flags & NNK_PARAM_DEFAULT) != 0, -1,
-                                  (nnk_dtype)pd->dtype};
+                                  (nnk_dtype)pd->dtype, (pd->flags & NNK_PARAM_INOUT) != 0};
+    }
+    /* An inout output stands for the inout input of its name (same dtype,
+     * a full-shape tensor); inout outputs follow the declared ones. */
+    for (int32_t p = k->nin; !what && p < k->nin + k->nout; p++) {
+        if (!k->params[p].inout) {
+            if (p > k->nin && k->params[p - 1].inout)
+                what = "a declared output after an inout one";
+            continue;
+        }
+        if (rt_inout_input(k, p) < 0 || k->params[p].reduced)
+            what = "an inout output without its inout tensor parameter";
+    }
+    if (what) {
+        k->desc = NULL;
+        return rt_error(NNK_EINVAL, "bad kernel descriptor '%s': %s", d->name ? d->name : "?", what);
     }
     return NNK_OK;
 }
@@ -339,6 +364,16 @@ int nnk_kernel_is_reduction(const nnk_kernel *k) { return k ? k->reduction : 0; 
 int32_t nnk_kernel_input_count(const nnk_kernel *k) { return k ? k->nin : 0; }
 int32_t nnk_kernel_output_count(const nnk_kernel *k) { return k ? k->nout : 0; }
 
+int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name)
+{
+    if (!k)
+        return 0;
+    for (int32_t p = 0; p < k->nin; p++)
+        if (name ? strcmp(k->params[p].name, name) == 0 : p == i)
+            return k->params[p].inout;
+    return 0;
+}
+
 /* ---- launching ----------------------------------------------------------------------- */
 
 /* Everything one launch works out. */
@@ -369,7 +404,9 @@ static nnk_status bind_args(call *c, const nnk_args *a)
     for (int32_t i = 0; i < a->n; i++)
         if (!a->items[i].name)
             *(a->items[i].out ? &givenout : &givenpos) += 1;
-    int32_t npos = 0, nposout = 0;
+    int32_t npos = 0, nposout = 0, ninout = 0;
+    for (int32_t p = k->nin; p < k->nin + k->nout; p++)
+        ninout += k->params[p].inout;
     for (int32_t i = 0; i < a->n; i++) {
         const rt_arg *g = &a->items[i];
         int32_t p = -1;
@@ -386,9 +423,10 @@ static nnk_status bind_args(call *c, const nnk_args *a)
                 return s;
             }
         } else if (g->out) {
-            if (nposout == k->nout)
-                return rt_error(NNK_EINVAL, "kernel '%s' has %d output%s but %d were given", k->name, k->nout,
-                                k->nout == 1 ? "" : "s", givenout);
+            if (nposout == k->nout - ninout)
+                return rt_error(NNK_EINVAL, "kernel '%s' has %d output%s%s but %d were given", k->name,
+                                k->nout - ninout, k->nout - ninout == 1 ? "" : "s",
+                                ninout ? " besides its inout parameters" : "", givenout);
             p = k->nin + nposout++;
         } else {
             if (npos == k->nin)
@@ -399,6 +437,10 @@ static nnk_status bind_args(call *c, const nnk_args *a)
         const rt_param *pm = &k->params[p];
         if (c->slot[p])
             return rt_error(NNK_EINVAL, "kernel '%s': argument '%s' given twice", k->name, pm->name);
+        /* (a name finds the input first: an inout output is never named) */
+        if (pm->inout && g->out)
+            return rt_error(NNK_EINVAL, "kernel '%s': '%s' is an inout parameter: pass it as an input, not as an output",
+                            k->name, pm->name);
         if (pm->tensor && !g->array)
             return rt_error(NNK_EINVAL, "kernel '%s': parameter '%s' is an array, but a scalar was given", k->name,
                             pm->name);
@@ -416,6 +458,16 @@ static nnk_status bind_args(call *c, const nnk_args *a)
     }
     if (!k->reduction && a->naxes >= 0)
         return rt_error(NNK_EINVAL, "kernel '%s' is elementwise: it takes no reduction axes", k->name);
+    /* An inout parameter's array is its output too: the same array at the
+     * same position, which the generated code reads before it writes. */
+    for (int32_t p = k->nin; p < k->nin + k->nout; p++) {
+        if (!k->params[p].inout)
+            continue;
+        int32_t q = rt_inout_input(k, p);
+        if (q < 0 || !c->slot[q])
+            return rt_error(NNK_EINTERNAL, "kernel '%s': inout parameter '%s' without its input", k->name, k->params[p].name);
+        c->slot[p] = c->slot[q];
+    }
     return NNK_OK;
 }
 

@@ -64,7 +64,7 @@ def _status_names():
 
 STATUS = _status_names()
 
-PARAM_TENSOR, PARAM_OUTPUT, PARAM_REDUCED, PARAM_DEFAULT = 1, 2, 4, 8
+PARAM_TENSOR, PARAM_OUTPUT, PARAM_REDUCED, PARAM_DEFAULT, PARAM_INOUT = 1, 2, 4, 8, 16
 
 
 # ---- nnk/abi.h ------------------------------------------------------------------

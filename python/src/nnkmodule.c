@@ -1359,10 +1359,10 @@ static void imported_release(Imported *im)
     Py_CLEAR(im->owner);
 }
 
-/* The error of an out= argument that cannot be written. */
+/* The error of an out= or inout argument that cannot be written. */
 static int refuse_readonly(PyObject *o)
 {
-    fail(NNK_EINVAL, "out: %.100s is read-only", Py_TYPE(o)->tp_name);
+    fail(NNK_EINVAL, "%.100s is read-only, and the kernel writes it (out=, or an inout parameter)", Py_TYPE(o)->tp_name);
     return -1;
 }
 
@@ -1673,14 +1673,16 @@ typedef struct {
     int numpy;
 } CallArrays;
 
-static int add_arg(nnk_args *A, const char *name, Py_ssize_t pos, PyObject *o, CallArrays *ca)
+static int add_arg(nnk_args *A, const nnk_kernel *k, const char *name, Py_ssize_t pos, PyObject *o, CallArrays *ca)
 {
     if (ca->n >= MAX_ARRAY_ARGS) {
         fail(NNK_EINVAL, "too many array arguments (a kernel takes at most %d tensors)", NNK_MAX_TENSORS);
         return -1;
     }
     Imported *im = &ca->im[ca->n];
-    int r = import_object(o, 0, &ca->views[ca->n], im);
+    /* an inout parameter's array is written: imported as out= is */
+    int inout = pos <= INT32_MAX && nnk_kernel_input_is_inout(k, (int32_t)pos, name);
+    int r = import_object(o, inout, &ca->views[ca->n], im);
     if (r < 0)
         return -1;
     if (r == 0) {
@@ -1787,7 +1789,7 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
     PyObject *result = NULL, *out = NULL, *ctx_hold = NULL;
     Py_ssize_t ngiven = 0;
     for (Py_ssize_t i = 0; i < nargs; i++)
-        if (add_arg(A, NULL, i, args[i], ca) < 0)
+        if (add_arg(A, self->k, NULL, i, args[i], ca) < 0)
             goto done;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t j = 0; j < nkw; j++) {
@@ -1820,7 +1822,7 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
                 goto done;
         } else {
             const char *n = PyUnicode_AsUTF8(name);
-            if (!n || add_arg(A, n, 0, v, ca) < 0)
+            if (!n || add_arg(A, self->k, n, 0, v, ca) < 0)
                 goto done;
         }
     }

@@ -31,7 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from nnkabi import CT, DTYPES, KernelDesc, ParamDesc, Scalar, View  # noqa: E402,F401
-from nnkabi import PARAM_DEFAULT, PARAM_OUTPUT, PARAM_REDUCED, PARAM_TENSOR  # noqa: E402,F401
+from nnkabi import PARAM_DEFAULT, PARAM_INOUT, PARAM_OUTPUT, PARAM_REDUCED, PARAM_TENSOR  # noqa: E402,F401
 import nnkabi  # noqa: E402
 
 SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -270,6 +270,7 @@ class Param:
         self.output = bool(d.flags & PARAM_OUTPUT)
         self.reduced = bool(d.flags & PARAM_REDUCED)
         self.has_default = bool(d.flags & PARAM_DEFAULT)
+        self.inout = bool(d.flags & PARAM_INOUT)  # written in place; its output is the input's array
         m = {"bool": "b", "f16": "u16", "bf16": "u16"}.get(self.dtype, self.dtype)
         self.default = getattr(d.dflt, m) if self.has_default else None
 
@@ -335,12 +336,14 @@ class Kernel:
         if args or kw:
             raise TypeError("%s: too many arguments" % self.name)
         keep, cargs, views = [], [], []
-        tensors = []
+        tensors, inout = [], {}
         for p, v in zip(self.inputs, vals):
             if p.tensor:
                 a = v if (p.dtype == "bf16" and getattr(v, "_is_bf16", False)) else to_storage(v, p.dtype)
                 a = np.asarray(a)
                 tensors.append(a)
+                if p.inout:
+                    inout[p.name] = a
                 views.append(view_of(a, keep))
             else:
                 if v is None:
@@ -363,6 +366,9 @@ class Kernel:
             tuple(s for i, s in enumerate(shape) if i not in red)
         outs = []
         for i, p in enumerate(self.outputs):
+            if p.inout:  # NAME_strided takes the parameter's view for it
+                outs.append(inout[p.name])
+                continue
             if out is not None:
                 o = out[i]
             else:
@@ -424,15 +430,20 @@ def contig_call(k, shape3_or_n, *args):
     else:
         cargs.append(ctypes.c_int64(shape3_or_n))
     args = list(args)
+    inout = {}
     for p in k.inputs:
         v = args.pop(0)
         if p.tensor:
             a = np.ascontiguousarray(v if getattr(v, "_is_bf16", False) else to_storage(v, p.dtype))
             keep.append(a)
+            inout[p.name] = a
             cargs.append(ctypes.c_void_p(a.ctypes.data))
         else:
             cargs.append(k._scalar(p, v))
     for p in k.outputs:
+        if p.inout:  # the parameter's pointer, written in place
+            out.append(inout[p.name])
+            continue
         if k.reduction:
             outer, ln, inner = shape3_or_n
             sh = (outer, inner) if p.reduced else (outer, ln, inner)

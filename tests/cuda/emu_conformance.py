@@ -327,7 +327,11 @@ def parse_call(k, ordered):
             views.append(a._obj)
         else:
             scalars.append((p, a))
+    ins = dict(zip([p.name for p in k.inputs if p.tensor], views))
     views += [a._obj for a in args]
+    # an inout parameter's output (after the declared ones) is its input's
+    # view: the restored "poison" is then the input's value
+    views += [ins[p.name] for p in k.outputs if p.inout]
     return naxes, axes, views, scalars, len(views) - len(k.outputs)
 
 

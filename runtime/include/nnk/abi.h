@@ -81,6 +81,8 @@ enum {
     NNK_PARAM_OUTPUT = 2,
     NNK_PARAM_REDUCED = 4,     /* an output with the reduced shape */
     NNK_PARAM_DEFAULT = 8,     /* a scalar with a default value */
+    NNK_PARAM_INOUT = 16,      /* an inout tensor parameter, and the output after the declared ones
+                                  that stands for it: the caller passes one array for both */
 };
 
 typedef struct nnk_param_desc {

@@ -288,6 +288,10 @@ int nnk_kernel_is_reduction(const nnk_kernel *k);
 /* Inputs (tensor and scalar parameters) and outputs. */
 int32_t nnk_kernel_input_count(const nnk_kernel *k);
 int32_t nnk_kernel_output_count(const nnk_kernel *k);
+/* Whether input i (0-based), or the input named `name` when name is not
+ * NULL, is an inout parameter: the launch writes its array (its output
+ * too, after the declared outputs).  0 for no such input. */
+int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name);
 
 /* Arguments of a launch.  Positional inputs fill the kernel's parameters in
  * order; named ones match by name (inputs or outputs).  Scalars omitted

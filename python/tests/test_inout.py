@@ -1,0 +1,73 @@
+"""In-out parameters through the runtime (docs/language.md, "In-out
+parameters"; docs/runtime.md, "In place"): the JIT module path and the
+jiterator path, the aliasing rule, and the errors of misuse."""
+import numpy as np
+import pytest
+
+import nnk
+
+SRC = """
+elementwise axpy<T: num>(a: T, x: T[], inout y: T[]) { y = y + a * x; }
+elementwise bump(inout y: f32[], x: f32[]) -> (old: f32[]) { old = y; y = y + x; }
+"""
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return nnk.compile(SRC)
+
+
+def test_inout_updates_the_array(mod):
+    x = np.arange(10, dtype=np.float32)
+    y = np.ones(10, dtype=np.float32)
+    r = mod.axpy(2.0, x, y)
+    assert np.array_equal(y, 1 + 2 * np.arange(10, dtype=np.float32))
+    assert np.shares_memory(r, y)          # the inout output is y itself
+    yi = np.arange(10, dtype=np.int64)
+    mod.axpy(3, np.ones(10, np.int64), yi)
+    assert np.array_equal(yi, np.arange(10) + 3)
+
+
+def test_inout_named_and_with_outputs(mod):
+    y = np.full(5, 4, dtype=np.float32)
+    old, y2 = mod.bump(x=np.ones(5, np.float32), y=y)
+    assert np.array_equal(old, np.full(5, 4)) and np.array_equal(y, np.full(5, 5))
+    assert np.shares_memory(y2, y)
+    # a preallocated declared output is still an out=
+    o = np.zeros(5, np.float32)
+    mod.bump(y, np.ones(5, np.float32), out=o)
+    assert np.array_equal(o, np.full(5, 5)) and np.array_equal(y, np.full(5, 6))
+
+
+def test_overlapping_alias_is_copied_first(mod):
+    """x is y shifted by one: numpy's y[1:] += y[:-1] semantics (the input
+    read from a copy), never a running sum."""
+    buf = np.arange(8, dtype=np.float32)
+    want = buf.copy()
+    want[1:] = want[1:] + want[:-1]
+    mod.axpy(1.0, buf[:-1], buf[1:])
+    assert np.array_equal(buf, want)
+
+
+def test_inout_misuse(mod):
+    y = np.ones(4, np.float32)
+    ro = np.ones(4, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(nnk.ArgumentError, match="read-only"):
+        mod.axpy(1.0, y, ro)
+    assert np.array_equal(ro, np.ones(4))
+    with pytest.raises(nnk.ArgumentError, match="0 outputs besides its inout parameters"):
+        mod.axpy(1.0, y, y.copy(), out=np.empty(4, np.float32))
+    with pytest.raises(nnk.ShapeError):
+        mod.axpy(1.0, np.ones((3, 4), np.float32), y)   # y would be written from 3 rows
+    with pytest.raises(nnk.ArgumentError):
+        mod.axpy(1.0, y)                                 # y is an input: required
+
+
+def test_inout_jiterator():
+    fn = nnk.jiterator._create_jit_fn("elementwise scale(inout y: f32[], s: f32 = 2) { y = y * s; }")
+    y = np.arange(6, dtype=np.float32)
+    fn(y)
+    assert np.array_equal(y, 2 * np.arange(6))
+    fn(y, s=0.5)
+    assert np.array_equal(y, np.arange(6))
