@@ -33,7 +33,7 @@
 #define NNK_CL_GROUP 64
 #endif
 
-#ifdef __OPENCL_VERSION__
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__) /* device side */
 typedef union nnk_scalar {
     int64_t i64;
     uint64_t u64;

@@ -6,32 +6,11 @@
  * it, or without a device, the test is skipped (exit 77).
  *
  * Options are passed on as build options (-D..., -cl-...). */
-#include <dlfcn.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int32_t cl_int;
-typedef uint32_t cl_uint;
-typedef void *cl_id;
-#define CL_SUCCESS 0
-#define CL_DEVICE_TYPE_ALL 0xFFFFFFFFu
-#define CL_PROGRAM_BUILD_LOG 0x1183
-#define CL_PROGRAM_KERNEL_NAMES 0x1168
-#define CL_PROGRAM_NUM_KERNELS 0x1167
-
-static struct {
-    cl_int (*GetPlatformIDs)(cl_uint, cl_id *, cl_uint *);
-    cl_int (*GetDeviceIDs)(cl_id, uint64_t, cl_uint, cl_id *, cl_uint *);
-    cl_id (*CreateContext)(const intptr_t *, cl_uint, const cl_id *, void *, void *, cl_int *);
-    cl_id (*CreateProgramWithSource)(cl_id, cl_uint, const char **, const size_t *, cl_int *);
-    cl_int (*BuildProgram)(cl_id, cl_uint, const cl_id *, const char *, void *, void *);
-    cl_int (*GetProgramBuildInfo)(cl_id, cl_id, cl_uint, size_t, void *, size_t *);
-    cl_int (*GetProgramInfo)(cl_id, cl_uint, size_t, void *, size_t *);
-    cl_int (*ReleaseProgram)(cl_id);
-} cl;
+#include "cl_min.h"
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -98,36 +77,9 @@ static int check_kernels(const char *path, const char *src, const char *names)
 
 int main(int argc, char **argv)
 {
-    void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        printf("SKIP: no libOpenCL.so.1\n");
-        return 77;
-    }
-#define SYM(n) (*(void **)&cl.n = dlsym(h, "cl" #n))
-    if (!SYM(GetPlatformIDs) || !SYM(GetDeviceIDs) || !SYM(CreateContext) || !SYM(CreateProgramWithSource) ||
-        !SYM(BuildProgram) || !SYM(GetProgramBuildInfo) || !SYM(GetProgramInfo) || !SYM(ReleaseProgram)) {
-        printf("SKIP: libOpenCL.so.1 lacks a function\n");
-        return 77;
-    }
-    cl_id plat[8], dev = NULL;
-    cl_uint np = 0;
-    if (cl.GetPlatformIDs(8, plat, &np) != CL_SUCCESS)
-        np = 0;
-    for (cl_uint i = 0; i < np && !dev; i++) {
-        cl_uint nd = 0;
-        if (cl.GetDeviceIDs(plat[i], CL_DEVICE_TYPE_ALL, 1, &dev, &nd) != CL_SUCCESS || nd == 0)
-            dev = NULL;
-    }
-    if (!dev) {
-        printf("SKIP: no OpenCL device\n");
-        return 77;
-    }
-    cl_int err;
-    cl_id ctx = cl.CreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    if (!ctx) {
-        printf("SKIP: no OpenCL context (%d)\n", (int)err);
-        return 77;
-    }
+    int rc = cl_setup();
+    if (rc)
+        return rc;
     char opts[4096] = "-cl-std=CL1.2";
     int nfiles = 0, failed = 0;
     for (int i = 1; i < argc; i++)
@@ -146,21 +98,15 @@ int main(int argc, char **argv)
             continue;
         }
         nfiles++;
-        const char *s = src;
-        cl_id prog = cl.CreateProgramWithSource(ctx, 1, &s, &len, &err);
-        if (!prog || cl.BuildProgram(prog, 1, &dev, opts, NULL, NULL) != CL_SUCCESS) {
-            char log[16384] = "";
-            if (prog)
-                cl.GetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-            fprintf(stderr, "%s: clBuildProgram failed:\n%s\n", argv[i], log);
+        cl_id prog = cl_build(argv[i], src, opts);
+        if (!prog) {
             failed++;
         } else {
             char names[65536] = "";
             cl.GetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, sizeof names - 1, names, NULL);
             failed += check_kernels(argv[i], src, names);
-        }
-        if (prog)
             cl.ReleaseProgram(prog);
+        }
         free(src);
     }
     printf("%d file(s) built, %d failed\n", nfiles, failed);
