@@ -295,7 +295,9 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
             buf_puts(out, bi == B_ISFINITE ? "(uint8_t)1" : "(uint8_t)0");
             break;
         }
-        buf_printf(out, "nnk_%s_%s(", builtin_info[bi].name, type_suffix(ot));
+        /* nextafter steps on the grid of the type itself, f16 and bf16
+         * included (their helpers take and give the f32 compute value) */
+        buf_printf(out, "nnk_%s_%s(", builtin_info[bi].name, bi == B_NEXTAFTER ? type_name(ot) : type_suffix(ot));
         int32_t args[3] = {n->a, n->b, n->c};
         for (int i = 0; i < 3 && args[i] >= 0; i++) {
             if (i)

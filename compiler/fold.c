@@ -396,6 +396,30 @@ static double round_half_even(double x)
 static double fmax_nan(double a, double b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
 static double fmin_nan(double a, double b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
 
+/* Integer literals and signed types are the values with a sign. */
+static bool is_signed_value(Value v)
+{
+    return v.type == T_WINT || type_is_signed(v.type);
+}
+
+/* nextafter on the f16 or bf16 grid (x rounded to it first), as
+ * nnk_nextafter_f16/bf16 of the preludes: both formats are sign and
+ * magnitude in 16 bits, so the neighbour is the pattern plus or minus one. */
+static double next_half(bool f16, double x, double y)
+{
+    uint16_t h = f16 ? nnkc_f32_to_f16((float)x) : nnkc_f32_to_bf16((float)x);
+    float xr = f16 ? nnkc_f16_to_f32(h) : nnkc_bf16_to_f32(h);
+    if (xr != xr || y != y)
+        return (double)xr + y;
+    if (xr == y)
+        return y;
+    if (xr == 0)
+        h = (uint16_t)((signbit(y) ? 0x8000u : 0u) | 1u);
+    else
+        h = (uint16_t)(((double)xr < y) == (xr > 0) ? h + 1 : h - 1);
+    return f16 ? nnkc_f16_to_f32(h) : nnkc_bf16_to_f32(h);
+}
+
 static double eval_float(Builtin bi, bool f32, const double *x)
 {
     switch (bi) {
@@ -442,6 +466,7 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     case B_SIGMOID: return f32 ? nnk_vm_sigmoid((float)x[0]) : 1.0 / (1.0 + exp(-x[0]));
     case B_RELU: return x[0] != x[0] ? x[0] : x[0] > 0 ? x[0] : 0.0;
     case B_COPYSIGN: return copysign(x[0], x[1]);
+    case B_NEXTAFTER: return f32 ? nextafterf((float)x[0], (float)x[1]) : nextafter(x[0], x[1]);
     default: nnkc_assert(!"not a float builtin"); return 0;
     }
 }
@@ -455,18 +480,25 @@ bool fold_builtin(Builtin bi, Type t, const Value *args, int n, Value *out)
     case B_WHERE:
         *out = value_truth(args[0]) ? value_adopt(args[1], t) : value_adopt(args[2], t);
         return true;
-    case B_ISNAN: case B_ISINF: case B_ISFINITE: {
+    case B_ISNAN: case B_ISINF: case B_ISFINITE: case B_SIGNBIT: {
         bool fl = type_is_float(args[0].type) || args[0].type == T_WFLOAT;
         double x = fl ? args[0].v.f : 0;
-        bool r = bi == B_ISNAN ? x != x : bi == B_ISINF ? isinf(x) : isfinite(x);
+        bool r = bi == B_ISNAN ? x != x : bi == B_ISINF ? isinf(x) : bi == B_ISFINITE ? isfinite(x)
+               : fl ? signbit(x) != 0 : is_signed_value(args[0]) && args[0].v.i < 0;
         *out = wrap(T_BOOL, r);
         return true;
     }
+    case B_NEXTAFTER:
+        if (t == T_F16 || t == T_BF16) {
+            *out = value_float(t, next_half(t == T_F16, a[0].v.f, a[1].v.f));
+            return true;
+        }
+        break;
     default:
         break;
     }
     if (type_is_float(t) || t == T_WFLOAT) {
-        double x[3];
+        double x[3] = {0, 0, 0};
         for (int i = 0; i < n && i < 3; i++)
             x[i] = a[i].v.f;
         *out = value_float(t, eval_float(bi, t != T_F64 && t != T_WFLOAT, x));

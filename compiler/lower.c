@@ -340,8 +340,13 @@ static int32_t ir_call(Lower *L, Builtin bi, Type t, const int32_t *args, int na
         return ir_const(L, value_cast(r, t));
     /* Integers and bools are never NaN or infinite: a constant, and the
      * operand is not loaded at all. */
-    if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float((Type)N(L, args[0])->type))
+    Type at = (Type)N(L, args[0])->type;
+    if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(at))
         return ir_const(L, value_int(T_BOOL, bi == B_ISFINITE));
+    /* An integer's sign bit is x < 0 (numpy): no helper per integer type. */
+    if (bi == B_SIGNBIT && !type_is_float(at))
+        return type_is_signed(at) ? ir_binary(L, BIN_LT, T_BOOL, args[0], ir_const(L, value_int(at, 0)))
+                                  : ir_const(L, value_int(T_BOOL, 0));
     IrNode n = blank(IR_CALL, t);
     n.sub = (uint16_t)bi;
     n.a = args[0];

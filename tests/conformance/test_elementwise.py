@@ -245,6 +245,78 @@ def test_predicates():
             C.equal(k(xs), fn(x).astype(np.bool_), "%s<%s>" % (name, t))
 
 
+def _nextafter_ref(xs, zs, t):
+    """The neighbour of x toward z in t, exact: numpy's nextafter (a bit
+    operation) for float32/64; f16 and bf16 step their 16-bit patterns here,
+    since numpy's float16 nextafter gives x, not z, when x == z (the sign of
+    a zero: nnk is C's nextafter, which gives z, in every type)."""
+    if t in ("f32", "f64"):
+        dt = C.NP[t]
+        return np.nextafter(np.asarray(xs, dtype=dt), np.asarray(zs, dtype=dt))
+    val = (lambda s: C.bf16_to_f32(s).astype(np.float64)) if t == "bf16" else (lambda s: s.astype(np.float64))
+    x, z = val(xs), val(zs)
+    h = np.asarray(xs).view(np.uint16).astype(np.int64)
+    up = (x < z) == (x > 0)
+    r = np.where(up, h + 1, h - 1)
+    r = np.where(x == 0, np.where(np.signbit(z), 0x8001, 0x0001), r)
+    r = np.where(x == z, np.asarray(zs).view(np.uint16), r)
+    r = np.where(np.isnan(x) | np.isnan(z), 0x7FFF, r)
+    return r.astype(np.uint16)
+
+
+def test_nextafter():
+    """nextafter(x, z) in each float type's own grid (f16/bf16 too, not the
+    f32 compute grid): bit-exact against the exact reference; the edges are
+    zeros of both signs, the smallest subnormal, the largest finite value
+    toward inf, infinities toward 0, NaN and x == z (gives z, so
+    nextafter(0, -0) is -0).  Integers compute in f64."""
+    edge = [0.0, -0.0, 1.0, -1.0, 5e-324, 1e-45, 6e-8, 65504.0, 3.4028234663852886e38,
+            1.7976931348623157e308, np.inf, -np.inf, np.nan, 2.0 ** -126, -2.5]
+    for t in FT:
+        ex = np.array(edge + list(rng.uniform(-100, 100, 40)))
+        xv = np.repeat(ex, len(edge))
+        zv = np.tile(np.array(edge), len(ex))
+        _, xs = in_type(xv, t)
+        _, zs = in_type(zv, t)
+        got = getattr(B(), "b_nextafter_" + t)(xs, zs)
+        want = _nextafter_ref(xs, zs, t)
+        if t in ("f16", "bf16"):
+            gb, wb = np.asarray(got).view(np.uint16), want
+            nan = 0x7C00 if t == "f16" else 0x7F80
+            bad = (gb != wb) & ~(((gb & 0x7FFF) > nan) & ((wb & 0x7FFF) > nan))
+            C.check(not bad.any(), "nextafter<%s>: %s toward %s gave %s, want %s" % (
+                t, xv[bad][:3], zv[bad][:3], gb[bad][:3], wb[bad][:3]))
+        else:
+            u = {"f32": np.uint32, "f64": np.uint64}[t]
+            keep = ~np.isnan(want)
+            C.equal(np.asarray(got).view(u)[keep], np.asarray(want).view(u)[keep], "nextafter<%s> bits" % t)
+            C.check(np.array_equal(np.isnan(got), np.isnan(want)), "nextafter<%s>: NaN where the reference is" % t)
+    a = np.array([0, 1, -1, 7, 2147483647], dtype=np.int32)
+    b = np.array([1, 0, -2, 7, 0], dtype=np.int32)
+    C.equal(B().b_nextafter_int(a, b), np.nextafter(a.astype(np.float64), b.astype(np.float64)),
+            "nextafter of integers is f64")
+
+
+def test_signbit():
+    """signbit: the sign bit of floats (-0.0 and -NaN included, as numpy),
+    x < 0 for integers, false for unsigned ones."""
+    for t in FT:
+        v = np.array(SPECIAL + [-x for x in SPECIAL] + list(rng.uniform(-5, 5, 30)))
+        x, xs = in_type(v, t)
+        got = getattr(B(), "p_signbit_" + t)(xs)
+        want = np.signbit(x)
+        if t == "bf16":
+            want = (np.asarray(xs).view(np.uint16) & 0x8000) != 0
+        elif t != "f64":
+            want = np.signbit(xs)  # NaN signs as stored
+        C.equal(got, want.astype(np.bool_), "signbit<%s>" % t)
+    for t in ("i8", "i32", "i64", "u8", "u64"):
+        info = np.iinfo(C.NP[t])
+        x = np.array([0, 1, info.max, info.min, info.min + 1] + list(rng.integers(info.min, info.max, 20,
+                     dtype=C.NP[t], endpoint=True)), dtype=C.NP[t])
+        C.equal(getattr(B(), "p_signbit_" + t)(x), np.signbit(x), "signbit<%s>" % t)
+
+
 def _exact_fma(a, b, c):
     out = np.empty(a.shape)
     for i in range(a.size):
@@ -704,7 +776,7 @@ def test_constant_folding_matches_runtime():
                      "expm1", "log1p", "cbrt", "atan"):
             for a in fvals:
                 cases.append(("u_%s_%s" % (name, t), t, t, (a,), "%s(%s)" % (name, _lit(a, t))))
-        for name in ("pow", "atan2", "min", "max", "fmod", "hypot", "copysign"):
+        for name in ("pow", "atan2", "min", "max", "fmod", "hypot", "copysign", "nextafter"):
             for a in fvals[:8]:
                 for b in (0.0, -0.0, 2.0, -1.5, np.nan):
                     if name == "copysign" and np.isnan(b):
@@ -714,6 +786,9 @@ def test_constant_folding_matches_runtime():
             for a in (0.1, 1e38, -3.0, 65504.0):
                 for b in (0.2, 10.0, 0.0, -0.0):
                     cases.append(("op_%s_%s" % (op, t), t, t, (a, b), "%s %s %s" % (_lit(a, t), toks[op], _lit(b, t))))
+    for t in FT + ["i32", "u8"]:
+        for a in (0.0, -0.0, -2.5, np.inf, -np.inf) if t in FT else (0, 3, -5) if t == "i32" else (0, 3, 200):
+            cases.append(("p_signbit_%s" % t, "bool", t, (a,), "signbit(%s)" % _lit(a, t)))
     for f in FT:
         for t in IT + FT:
             for a in (1e10, -1e10, 2.5, -2.5, np.nan, 65519.99, 0.1):
