@@ -131,8 +131,8 @@ NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, co
                 list_push(c->arena, &c->opt.include_dirs, (void *)arena_strdup(c->arena, *d));
             c->opt.opt_level = opt->opt_level;
         }
-        sema_load(c, name ? name : "<string>", source ? source : "", source ? len : 0);
-        sema_instantiate_all(c); /* checks every kernel once */
+        /* checks every kernel once; instances are lowered as they are asked for */
+        nnkc_compile(c, name ? name : "<string>", source ? source : "", source ? len : 0, false);
         reflect(m);
     } else {
         bailed = true;

@@ -1,7 +1,8 @@
-/* compiler.c - the Compiler object: options, arena, and the bail-out used
- * for internal errors and out of memory, so that a host program embedding
- * libnnkc (the runtime's JIT) gets an error status instead of an abort or
- * a message on its stderr. */
+/* compiler.c - the Compiler object: options, arena, the pipeline every
+ * user runs (nnkc_compile), and the bail-out used for internal errors and
+ * out of memory, so that a host program embedding libnnkc (the runtime's
+ * JIT) gets an error status instead of an abort or a message on its
+ * stderr. */
 #include "nnkc.h"
 
 #include <stdlib.h>
@@ -42,6 +43,18 @@ void nnkc_free(Compiler *c)
         current = c->outer;
     nnkc_release(c);
     arena_free(c->arena);
+}
+
+bool nnkc_compile(Compiler *c, const char *path, const char *text, size_t len, bool lower)
+{
+    if (!load_sources(c, path, text, len))
+        return false;
+    sema_check_items(c);
+    sema_instantiate_all(c);
+    if (lower && c->nerrors == 0)
+        for (int i = 0; i < c->instances.n; i++)
+            lower_instance(c, c->instances.items[i]);
+    return c->nerrors == 0;
 }
 
 void nnkc_enter(Compiler *c, jmp_buf *jb)

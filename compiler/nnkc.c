@@ -423,10 +423,7 @@ static int compile_one(const Args *a, const char *path)
     int status = 0;
     if (setjmp(jb) == 0) {
         nnkc_enter(c, &jb);
-        /* Checking goes on after errors, so one run reports them all. */
-        sema_load(c, path, NULL, 0);
-        if (c->files.n)
-            sema_instantiate_all(c);
+        nnkc_compile(c, path, NULL, 0, a->mode != MODE_CHECK);
         /* Output that would hold nothing because every kernel's default
          * instance was skipped is not what anyone meant (docs/language.md). */
         if (c->nerrors == 0 && a->mode != MODE_CHECK && a->mode != MODE_AST && c->instances.n == 0 &&
@@ -434,10 +431,6 @@ static int compile_one(const Args *a, const char *path)
             diag_error(c, c->skipped_default->name_range,
                        "nothing to emit: no kernel has an instance that type-checks; name the types with "
                        "'instantiate' or -T");
-        if (c->nerrors == 0 && a->mode != MODE_CHECK) {
-            for (int i = 0; i < c->instances.n; i++)
-                lower_instance(c, c->instances.items[i]);
-        }
         if (c->nerrors == 0 && a->mode != MODE_CHECK) { /* ir_verify found nothing */
             EmitOptions eo = {.source_name = path, .symbol_suffix = ""};
             Buf out = {0}, hdr = {0};

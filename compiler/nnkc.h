@@ -2,7 +2,8 @@
  *
  * Each section names the file that defines what it declares.  The compiler
  * is a pipeline: source -> lexer (grammar/lexer.re) -> parser
- * (grammar/parser.y) -> AST (ast.c) -> sema (sema.c, types.c, fold.c) ->
+ * (grammar/parser.y) -> AST (ast.c), every import loaded (load.c) -> sema
+ * (sema.c, types.c, fold.c) ->
  * IR (lower.c, ir.c) -> emitters (emit_c.c, emit_cuda.c) filling
  * templates (template.c).  Everything the compiler allocates lives in one
  * arena per Compiler and is freed in one go by nnkc_free().
@@ -457,7 +458,15 @@ void ast_dump_expr(const Expr *e, Buf *out);
 void parse_file(Compiler *c, SourceFile *src);
 
 /* ===================================================================== */
-/* sema.c: imports, names, generics, types, kernel rules                 */
+/* load.c: the root file and its imports, parsed                         */
+/* ===================================================================== */
+
+/* Parses `path` (or `text` when not NULL, named `path`) and every file it
+ * imports into c->items; false when the root file cannot be read. */
+bool load_sources(Compiler *c, const char *path, const char *text, size_t len);
+
+/* ===================================================================== */
+/* sema.c: names, generics, types, kernel rules                          */
 /* ===================================================================== */
 
 typedef struct InstParam {
@@ -485,8 +494,9 @@ typedef struct Instance {
     struct IrKernel *ir;    /* lower.c */
 } Instance;
 
-/* Loads `path` (or `text` when not NULL) and its imports, and checks them. */
-bool sema_load(Compiler *c, const char *path, const char *text, size_t len);
+/* Declares the loaded files' global names and checks consts, func generics,
+ * kernel headers, kernel symbol clashes and instantiate lines. */
+void sema_check_items(Compiler *c);
 /* Checks every kernel instance the file asks for (instantiate, -T, defaults).
  * A generic kernel's default instance that does not type-check is skipped
  * with a warning (c->skipped_default names the first such kernel). */
@@ -803,7 +813,7 @@ NnkcReduceOp nnkc_instance_reduce_op(const Instance *in);
 const char *nnkc_c_flags(int opt_level);
 
 /* ===================================================================== */
-/* compiler.c: the Compiler object and its options                        */
+/* compiler.c: the Compiler object, its options, the pipeline           */
 /* ===================================================================== */
 
 typedef struct Options {
@@ -855,5 +865,10 @@ void nnkc_release(Compiler *c);
 Compiler *nnkc_current(void);
 /* Zeroed scratch memory in the current compilation's arena (emitters). */
 void *nnkc_scratch(size_t size);
+/* The pipeline up to the emitters, for nnkc, the runtime's modules and the
+ * tools: load_sources, sema_check_items, sema_instantiate_all, and with
+ * `lower` (when there are no errors) lower_instance for every instance.
+ * Goes on after errors, so one run reports them all; true when none. */
+bool nnkc_compile(Compiler *c, const char *path, const char *text, size_t len, bool lower);
 
 #endif /* NNKC_H */

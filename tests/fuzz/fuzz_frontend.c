@@ -16,12 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     jmp_buf jb;
     if (setjmp(jb) == 0) {
         nnkc_enter(c, &jb);
-        sema_load(c, "fuzz.nnk", (const char *)data, size);
-        if (c->files.n)
-            sema_instantiate_all(c);
-        if (c->nerrors == 0) {
-            for (int i = 0; i < c->instances.n; i++)
-                lower_instance(c, c->instances.items[i]);
+        if (nnkc_compile(c, "fuzz.nnk", (const char *)data, size, true)) {
             Buf out = {0};
             EmitOptions eo = {.source_name = "fuzz.nnk", .symbol_suffix = ""};
             emit_c_file(c, &c->instances, &eo, &out);

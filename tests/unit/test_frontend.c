@@ -13,9 +13,7 @@
 static Compiler *load(const char *src)
 {
     Compiler *c = nnkc_new();
-    sema_load(c, "t.nnk", src, strlen(src));
-    if (c->files.n)
-        sema_instantiate_all(c);
+    nnkc_compile(c, "t.nnk", src, strlen(src), false);
     return c;
 }
 
@@ -326,8 +324,7 @@ static void test_sema_generics(void)
     c->opt.ntypes = 3;
     const char *src = "elementwise g<T: float>(x: T[]) -> (y: T[]) { y = x; }\n"
                       "elementwise h<T: int>(x: T[]) -> (y: T[]) { y = x; }\n";
-    sema_load(c, "t.nnk", src, strlen(src));
-    sema_instantiate_all(c);
+    nnkc_compile(c, "t.nnk", src, strlen(src), false);
     CU_ASSERT_PTR_NOT_NULL(instance(c, "g_f32"));
     CU_ASSERT_PTR_NOT_NULL(instance(c, "g_f16"));
     CU_ASSERT_PTR_NULL(instance(c, "g_i32"));
