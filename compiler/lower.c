@@ -265,12 +265,59 @@ static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
     return intern_node(L, n);
 }
 
+/* A comparison of an integer value with a constant at its type's bound
+ * whose answer the range decides: x > MAX, x < MIN false; x <= MAX,
+ * x >= MIN true (and mirrored).  Folding it is exact, and it keeps the
+ * generated C free of "comparison is always false" (-Wtype-limits). */
+static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
+{
+    if (!type_is_int(ot))
+        return -1;
+    Value v;
+    bool on_right = is_const_node(L, b, &v);
+    if (!on_right && !is_const_node(L, a, &v))
+        return -1;
+    int bits = type_info[ot].bits;
+    bool sgn = type_is_signed(ot);
+    bool at_max, at_min;
+    if (sgn) {
+        int64_t mx = bits == 64 ? INT64_MAX : (int64_t)((UINT64_C(1) << (bits - 1)) - 1);
+        at_max = v.v.i == mx;
+        at_min = v.v.i == -mx - 1;
+    } else {
+        uint64_t mx = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+        at_max = v.v.u == mx;
+        at_min = v.v.u == 0;
+    }
+    if (!on_right) { /* c OP x as x OP' c */
+        switch (op) {
+        case BIN_LT: op = BIN_GT; break;
+        case BIN_LE: op = BIN_GE; break;
+        case BIN_GT: op = BIN_LT; break;
+        case BIN_GE: op = BIN_LE; break;
+        default: return -1;
+        }
+    }
+    switch (op) {
+    case BIN_GT: return at_max ? 0 : -1;
+    case BIN_LE: return at_max ? 1 : -1;
+    case BIN_LT: return at_min ? 0 : -1;
+    case BIN_GE: return at_min ? 1 : -1;
+    default: return -1;
+    }
+}
+
 static int32_t ir_binary(Lower *L, Op op, Type t, int32_t a, int32_t b)
 {
     Value va, vb, r;
     Type ot = (Type)N(L, a)->type;
     if (is_const_node(L, a, &va) && is_const_node(L, b, &vb) && fold_binary(op, ot, va, vb, &r))
         return ir_const(L, value_cast(r, t));
+    int known = range_compare(L, op, ot, a, b);
+    if (known >= 0) {
+        Value kv = {.type = T_BOOL, .v.i = known};
+        return ir_const(L, value_cast(kv, t));
+    }
     bool fl = type_is_float(ot);
     /* Identities that hold bit for bit, NaN and -0 included. */
     switch (op) {
