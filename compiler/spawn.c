@@ -249,7 +249,7 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
 
     long deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
     size_t fed = 0;
-    int msg[2], got_msg = 0, status = -1, exec_err = 0;
+    int msg[2], got_msg = 0, status = -1, exec_err = 0, poll_err = 0;
     while (stp[0] >= 0) {
         struct pollfd p[3];
         int n = 0, ifeed = -1, iout = -1, ist = -1;
@@ -270,8 +270,13 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
             wait = left > INT_MAX ? INT_MAX : (int)left;
         }
         int k = poll(p, (nfds_t)n, wait);
-        if (k < 0 && errno != EINTR)
+        if (k < 0 && errno != EINTR) {
+            /* no way left to enforce the deadline: end the tool rather
+             * than wait for it unbounded */
+            poll_err = errno;
+            kill_tree(pid);
             break;
+        }
         if (k <= 0)
             continue;
         if (ifeed >= 0 && p[ifeed].revents) {
@@ -328,6 +333,10 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
         ;
     if (t->timed_out)
         return -1;
+    if (poll_err) {
+        t->err = poll_err;
+        return -1;
+    }
     if (exec_err) {
         t->err = exec_err;
         return -1;
