@@ -341,9 +341,13 @@ nnk_status rt_cache_get(rt_cache *c, const char *key, const char *suffix, uint8_
         return NNK_ENOTFOUND;
     int fd = openat(c->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOENT)
-            return NNK_ENOTFOUND;
-        return reject(c, name, errno == ELOOP ? "a symbolic link" : strerror(errno));
+        if (errno == ELOOP)
+            return reject(c, name, "a symbolic link");
+        /* ENOENT, or the process out of descriptors or memory (EMFILE,
+         * ENFILE, ENOMEM): a miss, and the entry stays for the next call */
+        if (errno != ENOENT)
+            debug("cache entry %s/%s not opened: %s", c->path, name, strerror(errno));
+        return NNK_ENOTFOUND;
     }
     struct stat st;
     uint8_t h[HEADER];

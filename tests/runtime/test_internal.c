@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,12 @@ static void test_size_classes(void)
 
 static void test_cache_entry(void)
 {
+    /* a bound the descriptor-exhaustion step below can reach */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 1024) {
+        rl.rlim_cur = 1024;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     char dir[] = "/tmp/nnk-test-internal-XXXXXX";
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
     setenv("NNK_CACHE_DIR", dir, 1);
@@ -125,6 +132,17 @@ static void test_cache_entry(void)
     CU_ASSERT_EQUAL(st.st_mode & 0777, 0600);
     CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_OK);
     CU_ASSERT_TRUE(n == 20 && memcmp(data, "not really an object", 20) == 0);
+    free(data);
+    /* out of descriptors (EMFILE): a miss, and the entry stays */
+    int fds[4096], nfd = 0;
+    while (nfd < 4096 && (fds[nfd] = dup(0)) >= 0)
+        nfd++;
+    CU_ASSERT_TRUE(nfd < 4096 && errno == EMFILE);
+    CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_ENOTFOUND);
+    while (nfd > 0)
+        close(fds[--nfd]);
+    CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_OK);
     free(data);
     /* moved to another key: the keyed digest rejects it */
     CU_ASSERT_EQUAL(rename(path, moved), 0);
