@@ -268,6 +268,11 @@ static nnk_status compile(const char *cc, const char *flags, const char *source,
         int st = run(argv, &out);
         if (st < 0)
             s = rt_error_prefix(RUN_STATUS(st), "JIT");
+        else if (st > 128)
+            /* killed by a signal (the OOM killer, a kill from outside): the
+             * machine's state, not the source's; the next call tries again */
+            s = rt_error(NNK_ECOMPILE, "the C compiler was killed by signal %d (%s %s):\n%s", st - 128, cc, flags,
+                         out.s ? out.s : "(no output)");
         else if (st > 0)
             *rejected = true, s = rt_error(NNK_ECOMPILE, "the C compiler failed (%s %s, exit %d):\n%s", cc, flags,
                                            st, out.s ? out.s : "(no output)");

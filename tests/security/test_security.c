@@ -630,6 +630,31 @@ static int p_no_memfd(char *why, size_t n)
 
 /* ---- the compiler's subprocess ----------------------------------------------------------------- */
 
+/* A C compiler killed by a signal (the OOM killer, a kill from outside)
+ * says nothing about the source: the failure is not remembered as the
+ * source's, and the next call compiles it. */
+static int p_compiler_killed(char *why, size_t n)
+{
+    char dir[300], cache[400], script[400], body[1200];
+    workdir(dir, sizeof dir, "killed");
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(script, sizeof script, "%s/cc.sh", dir);
+    const char *cc = getenv("NNK_CC");
+    snprintf(body, sizeof body, "#!/bin/sh\nif [ ! -e '%s/once' ]; then : > '%s/once'; kill -9 $$; fi\nexec %s \"$@\"\n",
+             dir, dir, cc && *cc ? cc : "cc");
+    NEED(spit(script, body, strlen(body), 0700), "cannot write the compiler script");
+    setenv("NNK_CACHE_DIR", cache, 1);
+    setenv("NNK_CC", script, 1);
+    nnk_status st;
+    bool first = run_kernel("killed", 5, &st);
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", nnk_last_error());
+    bool second = run_kernel("killed", 5, &st);
+    NEED(!first && strstr(msg, "signal 9"), "the killed compile: ran %d, %s", first, msg);
+    NEED(second, "the next compile did not run (remembered as the source's failure?): %s", nnk_last_error());
+    return 0;
+}
+
 static int p_sigchld_ignored(char *why, size_t n)
 {
     char dir[300];
@@ -864,6 +889,7 @@ static const struct {
     {"abi-mismatch", p_abi, 60},
     {"many-kernels-loaded", p_many_loaded, 90},
     {"no-memfd", p_no_memfd, 60},
+    {"compiler-killed", p_compiler_killed, 60},
     {"sigchld-ignored", p_sigchld_ignored, 60},
     {"sigchld-reaper", p_sigchld_reaper, 90},
     {"fork-during-compile", p_fork_compile, 90},
