@@ -336,6 +336,11 @@ static bool test_jit(void)
     /* compile errors: the log, the line, the source kept */
     static const char broken[] = "extern \"C\" __global__ void broken__ew_c(int a)\n{\n    int x = a +;\n}\n";
     s = cu_jit(S, 75, broken, "broken", 2, &image, &size, &ptx, key2);
+    CHECK(s == NNK_ECOMPILE && strstr(nnk_last_error(), "(the generated source is not kept; NNK_CUDA_KEEP_SOURCE=1"),
+          "a failed compile keeps no file unless asked: %s", nnk_last_error());
+    setenv("NNK_CUDA_KEEP_SOURCE", "1", 1);
+    s = cu_jit(S, 75, broken, "broken", 2, &image, &size, &ptx, key2);
+    unsetenv("NNK_CUDA_KEEP_SOURCE");
     const char *msg = nnk_last_error();
     CHECK(s == NNK_ECOMPILE && strstr(msg, "line 3 of the generated CUDA: int x = a +;") && strstr(msg, "broken.cu(3)"),
           "a compile error names the line: %s", msg);

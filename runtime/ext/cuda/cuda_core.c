@@ -781,11 +781,18 @@ static void quote_line(const char *log, const char *src, char *out, size_t n)
     fmt(out, n, "line %ld of the generated CUDA: %.*s", line, len > 300 ? 300 : len, l);
 }
 
-/* Keeps a source that failed to compile, for the line numbers of the log:
- * a new file with an unpredictable name (mkstemps: O_CREAT|O_EXCL, mode
- * 0600), so a link planted in a shared $TMPDIR cannot redirect it. */
+/* Keeps a source that failed to compile, for the line numbers of the log,
+ * when NNK_CUDA_KEEP_SOURCE=1 asks (otherwise every failed compile would
+ * leave a file behind): a new file with an unpredictable name (mkstemps:
+ * O_CREAT|O_EXCL, mode 0600), so a link planted in a shared $TMPDIR cannot
+ * redirect it. */
 static void keep_source(cu_state *S, const char *key, const char *src, char *path, size_t n)
 {
+    const char *want = env(S, "NNK_CUDA_KEEP_SOURCE");
+    if (!want || strcmp(want, "1") != 0) {
+        fmt(path, n, "not kept; NNK_CUDA_KEEP_SOURCE=1 keeps it");
+        return;
+    }
     const char *tmp = env(S, "TMPDIR");
     fmt(path, n, "%s/nnk-cuda-%.16s-XXXXXX.cu", tmp && *tmp ? tmp : "/tmp", key);
     int fd = mkostemps(path, 3, O_CLOEXEC);
