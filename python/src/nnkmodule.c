@@ -1930,21 +1930,21 @@ static PyObject *kernel_repr(KernelObject *o)
                                 nnk_kernel_is_reduction(o->k) ? ", reduction" : "");
 }
 
-static PyGetSetDef kernel_getset[] = {
-    {"__name__", (getter)kernel_name, NULL, "the kernel's name", NULL},
-    {"name", (getter)kernel_name, NULL, "the kernel's name", NULL},
-    {"num_inputs", (getter)kernel_num_inputs, NULL, "tensor and scalar parameters", NULL},
-    {"num_outputs", (getter)kernel_num_outputs, NULL, "outputs", NULL},
+/* The attributes a Kernel and a jit function share (the rows of both tables). */
+#define KERNEL_GETSET_ROWS                                                                                       \
+    {"__name__", (getter)kernel_name, NULL, "the kernel's name", NULL},                                          \
+    {"name", (getter)kernel_name, NULL, "the kernel's name", NULL},                                              \
+    {"num_inputs", (getter)kernel_num_inputs, NULL, "tensor and scalar parameters", NULL},                       \
+    {"num_outputs", (getter)kernel_num_outputs, NULL, "outputs", NULL},                                          \
     {"is_reduction", (getter)kernel_is_reduction, NULL, "a reduction kernel (takes axis=, keepdims=)", NULL},
+
+static PyGetSetDef kernel_getset[] = {
+    KERNEL_GETSET_ROWS
     {0},
 };
 
 static PyGetSetDef jit_getset[] = {
-    {"__name__", (getter)kernel_name, NULL, "the kernel's name", NULL},
-    {"name", (getter)kernel_name, NULL, "the kernel's name", NULL},
-    {"num_inputs", (getter)kernel_num_inputs, NULL, "tensor and scalar parameters", NULL},
-    {"num_outputs", (getter)kernel_num_outputs, NULL, "outputs", NULL},
-    {"is_reduction", (getter)kernel_is_reduction, NULL, "a reduction kernel (takes axis=, keepdims=)", NULL},
+    KERNEL_GETSET_ROWS
     {"cache_size", (getter)kernel_cache_size, NULL, "dtype signatures compiled so far", NULL},
     {0},
 };

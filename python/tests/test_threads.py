@@ -1,5 +1,6 @@
 """The GIL is released while a kernel runs; threads launch at once."""
 import threading
+import time
 
 import numpy as np
 
@@ -39,16 +40,22 @@ elementwise slow(x: f32[]) -> (y: f32[]) {
 
     def run():
         state["in"] = True
+        state["t0"] = time.perf_counter()
         slow(x)
+        state["t1"] = time.perf_counter()
         state["done"] = True
 
     t = threading.Thread(target=run)
     t.start()
     while not state["in"]:
         pass
-    ticks = 0
+    ticks = []
     while not state["done"]:
-        ticks += 1
+        ticks.append(time.perf_counter())
     t.join()
-    # holding the GIL, the call would leave this thread a tick or two
-    assert ticks > 1000, ticks
+    # Holding the GIL, the call would leave this thread one gap as long as
+    # the call (a count of ticks could come from before the call begins).
+    t0, t1 = state["t0"], state["t1"]
+    inside = [t0] + [v for v in ticks if t0 < v < t1] + [t1]
+    gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert gap < 0.5 * (t1 - t0), (gap, t1 - t0)
