@@ -142,6 +142,7 @@ static void test_cache_entry(void)
     while (nfd > 0)
         close(fds[--nfd]);
     CU_ASSERT_EQUAL(access(path, F_OK), 0);
+    data = NULL;
     CU_ASSERT_EQUAL(rt_cache_get(&c, key, ".x", &data, &n), NNK_OK);
     free(data);
     /* moved to another key: the keyed digest rejects it */

@@ -640,7 +640,7 @@ static int p_compiler_killed(char *why, size_t n)
     snprintf(cache, sizeof cache, "%s/cache", dir);
     snprintf(script, sizeof script, "%s/cc.sh", dir);
     const char *cc = getenv("NNK_CC");
-    snprintf(body, sizeof body, "#!/bin/sh\nif [ ! -e '%s/once' ]; then : > '%s/once'; kill -9 $$; fi\nexec %s \"$@\"\n",
+    snprintf(body, sizeof body, "#!/bin/sh\ncase \" $* \" in *\" -shared \"*) [ -e '%s/once' ] || { : > '%s/once'; kill -9 $$; } ;; esac\nexec %s \"$@\"\n",
              dir, dir, cc && *cc ? cc : "cc");
     NEED(spit(script, body, strlen(body), 0700), "cannot write the compiler script");
     setenv("NNK_CACHE_DIR", cache, 1);
