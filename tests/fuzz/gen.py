@@ -76,6 +76,7 @@ class Program:
         self.kernel = None
         self.bindings = [{}]        # the instances to test
         self.inst_lines = []        # instantiate lines (bindings)
+        self.imported = False       # consts and funcs in a file of their own, imported
 
     def instance_name(self, b):
         k = self.kernel
@@ -83,7 +84,14 @@ class Program:
             return k.name
         return k.name + "_" + "_".join(b[g] for g, _ in k.generics)
 
-    def render(self):
+    def render(self, lib=None):
+        """The program's text; with lib (a file name) and self.imported, the
+        kernel's file only, which imports lib (render_lib's text)."""
+        if lib and self.imported:
+            return 'import "%s";\n' % lib + self.render_kernel()
+        return self.render_lib() + self.render_kernel()
+
+    def render_lib(self):
         out = []
         for c in self.consts.values():
             out.append("const %s%s = %s;" % (c.name, ": " + c.ty if c.ty else "", expr_text(c.expr)))
@@ -92,6 +100,10 @@ class Program:
             gs = "<%s>" % ", ".join("%s: %s" % g for g in f.generics) if f.generics else ""
             out.append("func %s%s(%s)%s = %s;" % (f.name, gs, ps, " -> " + f.result if f.result else "",
                                                   expr_text(f.body)))
+        return "".join(x + "\n" for x in out)
+
+    def render_kernel(self):
+        out = []
         k = self.kernel
         gens = "<%s>" % ", ".join("%s: %s" % g for g in k.generics) if k.generics else ""
         ps = []
@@ -599,7 +611,12 @@ def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
     for attempt in range(50):
         try:
             g = Gen(rng, prefix, avoid, size, tlist)
-            return g.program(kind)
+            p = g.program(kind)
+            # one program in six with consts or funcs has them imported
+            # from a file of its own (a stream of its own: the programs of
+            # a seed stay as they were)
+            p.imported = bool(p.consts or p.funcs) and random.Random(repr(seed) + "import").random() < 1 / 6
+            return p
         except (Invalid, RecursionError):
             continue
     raise RuntimeError("no valid program from seed %r" % (seed,))
@@ -620,7 +637,7 @@ def to_json(p):
                        "params": [[q.name, q.ty, q.tensor, q.default] for q in k.params],
                        "outs": [[o.name, o.ty, o.reduced] for o in k.outs],
                        "body": [[s.kind, s.name, s.expr, s.ty] for s in k.body]},
-            "bindings": p.bindings, "inst_lines": p.inst_lines}
+            "bindings": p.bindings, "inst_lines": p.inst_lines, "imported": p.imported}
 
 
 def from_json(d):
@@ -639,6 +656,7 @@ def from_json(d):
     p.kernel = k
     p.bindings = d["bindings"]
     p.inst_lines = d["inst_lines"]
+    p.imported = bool(d.get("imported"))
     return p
 
 

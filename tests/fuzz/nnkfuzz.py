@@ -643,9 +643,16 @@ def hash_seed(*parts):
 
 
 def write_file(path, progs):
+    """The programs in one file; an imported program's consts and funcs in
+    a file of their own beside it (PATH-PREFIXlib.nnk), which it imports."""
     with open(path, "w") as f:
         for p in progs:
-            f.write(p.render())
+            lib = None
+            if p.imported:
+                lib = os.path.basename(path)[:-4] + "-" + p.prefix + "lib.nnk"
+                with open(os.path.join(os.path.dirname(path), lib), "w") as g:
+                    g.write(p.render_lib())
+            f.write(p.render(lib))
 
 
 def check_batch(progs, seeds, path, opt="-O2", emu=False, extra=()):
