@@ -144,6 +144,33 @@ Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body)
     return e;
 }
 
+Expr *ast_tuple_lambda(Compiler *c, Token open, List *a, List *b, Expr *body)
+{
+    Expr *e = ast_lambda(c, open, a, body);
+    e->index = a->n; /* a tuple lambda: the names of a, then those of b */
+    e->args = (List){0};
+    for (int i = 0; i < a->n; i++)
+        list_push(c->arena, &e->args, a->items[i]);
+    for (int i = 0; i < b->n; i++)
+        list_push(c->arena, &e->args, b->items[i]);
+    if (a->n != b->n)
+        e->op = 1; /* sides of different widths: sema reports it */
+    return e;
+}
+
+Expr *ast_tuple(Compiler *c, Token lp, List *first, Expr *last, Token rp)
+{
+    Expr *e = new_expr(c, E_TUPLE, range_join(lp.range, rp.range));
+    int d = 0;
+    for (int i = 0; i < first->n; i++) {
+        list_push(c->arena, &e->args, first->items[i]);
+        d = deeper(d, first->items[i]);
+    }
+    list_push(c->arena, &e->args, last);
+    set_depth(c, e, deeper(d, last));
+    return e;
+}
+
 Expr *ast_error(Compiler *c, Token at)
 {
     return new_expr(c, E_ERROR, at.range);
@@ -230,6 +257,19 @@ Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Toke
     s->name_range = name.range;
     s->range = range_join(let.range, semi.range);
     s->ty = *ty;
+    s->value = value;
+    return s;
+}
+
+Stmt *ast_let_tuple(Compiler *c, Token let, List *names, Expr *value, Token semi)
+{
+    Stmt *s = arena_alloc(c->arena, sizeof *s);
+    s->kind = S_LET;
+    const Expr *first = names->items[0];
+    s->name = first->name;
+    s->name_range = range_join(first->range, ((Expr *)names->items[names->n - 1])->range);
+    s->names = *names;
+    s->range = range_join(let.range, semi.range);
     s->value = value;
     return s;
 }
@@ -405,10 +445,21 @@ void ast_dump_expr(const Expr *e, Buf *out)
         break;
     case E_LAMBDA:
         buf_puts(out, "|");
-        for (int i = 0; i < e->args.n; i++)
-            buf_printf(out, "%s%s", i ? ", " : "", ((Expr *)e->args.items[i])->name);
+        for (int i = 0; i < e->args.n; i++) {
+            bool open = e->index && (i == 0 || i == e->index), close = e->index && (i + 1 == e->index || i + 1 == e->args.n);
+            buf_printf(out, "%s%s%s%s", i ? ", " : "", open ? "(" : "", ((Expr *)e->args.items[i])->name, close ? ")" : "");
+        }
         buf_puts(out, "| ");
         ast_dump_expr(e->a, out);
+        break;
+    case E_TUPLE:
+        buf_puts(out, "(");
+        for (int i = 0; i < e->args.n; i++) {
+            if (i)
+                buf_puts(out, ", ");
+            ast_dump_expr(e->args.items[i], out);
+        }
+        buf_puts(out, ")");
         break;
     }
     if (e->type != T_NONE && e->kind != E_CAST)
@@ -479,7 +530,15 @@ void ast_dump(Compiler *c, Buf *out)
             buf_puts(out, ")\n");
             for (int j = 0; j < it->body.n; j++) {
                 const Stmt *s = it->body.items[j];
-                buf_printf(out, "    %s%s", s->kind == S_LET ? "let " : "", s->name);
+                buf_printf(out, "    %s", s->kind == S_LET ? "let " : "");
+                if (s->names.n) {
+                    buf_puts(out, "(");
+                    for (int n = 0; n < s->names.n; n++)
+                        buf_printf(out, "%s%s", n ? ", " : "", ((Expr *)s->names.items[n])->name);
+                    buf_puts(out, ")");
+                } else {
+                    buf_puts(out, s->name);
+                }
                 dump_type(&s->ty, out);
                 buf_puts(out, " = ");
                 ast_dump_expr(s->value, out);

@@ -54,7 +54,11 @@ static void dump_node(const IrKernel *k, int i, Buf *out)
     case IR_LOAD: buf_printf(out, "load #%d", n->aux); break;
     case IR_IDX: buf_puts(out, "idx"); break;
     case IR_N: buf_puts(out, "n"); break;
-    case IR_LPARAM: buf_printf(out, "lambda.%c", n->aux ? 'b' : 'a'); break;
+    case IR_LPARAM:
+        buf_printf(out, "lambda.%c", n->aux % 2 ? 'b' : 'a');
+        if (n->aux >= 2) /* a tuple state's component */
+            buf_printf(out, "%d", n->aux / 2);
+        break;
     case IR_UNARY: buf_printf(out, "%s%%%d", op_info[n->sub].tok, n->a); break;
     case IR_BINARY: buf_printf(out, "%%%d %s %%%d", n->a, op_info[n->sub].tok, n->b); break;
     case IR_SELECT: buf_printf(out, "%%%d ? %%%d : %%%d", n->a, n->b, n->c); break;
@@ -101,7 +105,10 @@ void ir_dump(const IrKernel *k, Buf *out)
         buf_printf(out, "  reducer #%d = %s(%%%d", i, reducer_info[r->kind].name, r->arg);
         if (r->ident >= 0)
             buf_printf(out, ", %%%d, |a, b| %%%d", r->ident, r->combine);
-        buf_printf(out, ") : %s, accumulates %s\n", type_name(r->res_type), type_name(r->acc_type));
+        buf_printf(out, ") : %s, accumulates %s", type_name(r->res_type), type_name(r->acc_type));
+        if (r->width > 1)
+            buf_printf(out, ", value %d of the tuple state #%d..#%d", i - r->head, r->head, r->head + r->width - 1);
+        buf_puts(out, "\n");
     }
     for (int p = 1; p <= k->nphases; p++) {
         buf_printf(out, "  phase %d: one pass fusing", p);

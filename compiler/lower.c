@@ -405,23 +405,11 @@ static int32_t ir_call(Lower *L, Builtin bi, Type t, const int32_t *args, int na
 
 /* ---- reducers ------------------------------------------------------------------ */
 
-static int32_t ir_reducer(Lower *L, ReducerKind kind, Type res, Type arg_type, int32_t arg, int32_t ident,
-                          int32_t combine)
+/* A new reducer (index k->nreds) of `phase`. */
+static int new_reducer(Lower *L, ReducerKind kind, Type res, Type arg_type, int32_t arg, int32_t ident,
+                       int32_t combine, int phase)
 {
     IrKernel *k = L->k;
-    for (int i = 0; i < k->nreds; i++) {
-        IrReducer *r = &k->reds[i];
-        if (r->kind == kind && r->arg == arg && r->ident == ident && r->combine == combine && r->res_type == res) {
-            IrNode n = blank(IR_RED, res);
-            n.aux = i;
-            n.level = L_ROW;
-            n.phase = (uint8_t)r->phase;
-            return intern_node(L, n);
-        }
-    }
-    int phase = N(L, arg)->phase + 1;
-    if (ident >= 0 && N(L, ident)->phase + 1 > phase)
-        phase = N(L, ident)->phase + 1;
     IrReducer *reds = arena_alloc(L->c->arena, sizeof(IrReducer) * (size_t)(k->nreds + 1));
     if (k->nreds)
         memcpy(reds, k->reds, sizeof(IrReducer) * (size_t)k->nreds);
@@ -447,13 +435,70 @@ static int32_t ir_reducer(Lower *L, ReducerKind kind, Type res, Type arg_type, i
     r->arg = arg;
     r->ident = ident;
     r->combine = combine;
+    r->head = k->nreds;
+    r->width = 1;
     if (phase > k->nphases)
         k->nphases = phase;
-    IrNode n = blank(IR_RED, res);
-    n.aux = k->nreds++;
+    return k->nreds++;
+}
+
+static int32_t red_value(Lower *L, int ri)
+{
+    IrNode n = blank(IR_RED, L->k->reds[ri].res_type);
+    n.aux = ri;
     n.level = L_ROW;
-    n.phase = (uint8_t)phase;
+    n.phase = (uint8_t)L->k->reds[ri].phase;
     return intern_node(L, n);
+}
+
+static int32_t ir_reducer(Lower *L, ReducerKind kind, Type res, Type arg_type, int32_t arg, int32_t ident,
+                          int32_t combine)
+{
+    IrKernel *k = L->k;
+    for (int i = 0; i < k->nreds; i++) {
+        IrReducer *r = &k->reds[i];
+        if (r->kind == kind && r->arg == arg && r->ident == ident && r->combine == combine && r->res_type == res &&
+            r->width == 1)
+            return red_value(L, i);
+    }
+    int phase = N(L, arg)->phase + 1;
+    if (ident >= 0 && N(L, ident)->phase + 1 > phase)
+        phase = N(L, ident)->phase + 1;
+    return red_value(L, new_reducer(L, kind, res, arg_type, arg, ident, combine, phase));
+}
+
+/* reduce() with a tuple state: `width` consecutive reducers in one phase
+ * (the latest any component needs), found again whole when the same
+ * state was lowered before (every name a tuple let binds lowers it). */
+static int32_t ir_tuple_reducer(Lower *L, const int32_t *nodes, const Type *types, int width, int comp)
+{
+    IrKernel *k = L->k;
+    int found = -1;
+    for (int h = 0; h + width <= k->nreds && found < 0; h++) {
+        bool same = k->reds[h].head == h && k->reds[h].width == width;
+        for (int j = 0; j < width && same; j++) {
+            const IrReducer *r = &k->reds[h + j];
+            same = r->arg == nodes[3 * j] && r->ident == nodes[3 * j + 1] && r->combine == nodes[3 * j + 2] &&
+                   r->res_type == types[j];
+        }
+        if (same)
+            found = h;
+    }
+    if (found < 0) {
+        int phase = 1;
+        for (int j = 0; j < 2 * width; j++) {
+            int32_t id = nodes[3 * (j / 2) + (j % 2)];
+            if (N(L, id)->phase + 1 > phase)
+                phase = N(L, id)->phase + 1;
+        }
+        found = k->nreds;
+        for (int j = 0; j < width; j++) {
+            int ri = new_reducer(L, R_CUSTOM, types[j], types[j], nodes[3 * j], nodes[3 * j + 1], nodes[3 * j + 2], phase);
+            k->reds[ri].head = found;
+            k->reds[ri].width = width;
+        }
+    }
+    return red_value(L, found + comp);
 }
 
 /* ---- the typed tree ------------------------------------------------------------ */
@@ -547,6 +592,17 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         return ir_call(L, (Builtin)e->op, t, args, e->args.n);
     }
     case E_REDUCE: {
+        if (e->args.n) {
+            int32_t nodes[3 * NNKC_MAX_TUPLE];
+            Type types[NNKC_MAX_TUPLE];
+            int width = e->args.n / 3;
+            nnkc_assert(width <= NNKC_MAX_TUPLE && e->index < width);
+            for (int j = 0; j < 3 * width; j++)
+                nodes[j] = lower(L, e->args.items[j]);
+            for (int j = 0; j < width; j++)
+                types[j] = type_concrete((Type)((Expr *)e->args.items[3 * j])->type);
+            return ir_tuple_reducer(L, nodes, types, width, e->index);
+        }
         int32_t arg = lower(L, e->a);
         int32_t ident = e->b ? lower(L, e->b) : -1;
         int32_t comb = e->c ? lower(L, e->c) : -1;

@@ -35,6 +35,7 @@ enum {
     NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */
     NNKC_MAX_DIMS = 16,      /* tensor rank (runtime and NAME_strided) */
     NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */
+    NNKC_MAX_TUPLE = 8,      /* values in the state of one reduce() */
 };
 
 /* ===================================================================== */
@@ -318,12 +319,15 @@ typedef enum {
     /* made by the parser */
     E_ERROR, E_INT, E_FLOAT, E_BOOL, E_NAME, E_IDX, E_N,
     E_UNARY, E_BINARY, E_COND, E_CALL, E_LAMBDA,
+    E_TUPLE,   /* (a, b, ...): only reduce()'s state, identity and combine */
     /* made by sema in the typed tree of an instance */
     E_PARAM,   /* kernel parameter `index` (tensor element or scalar) */
-    E_LPARAM,  /* reduce() lambda parameter `index` (0 or 1) */
+    E_LPARAM,  /* reduce() lambda parameter `index`: 2 * component + (0 for a, 1 for b) */
     E_CAST,    /* conversion of a to `type` (a's type too: f16/bf16 rounding); `op`: CAST_* */
     E_BUILTIN, /* builtin `op` applied to args */
-    E_REDUCE,  /* reducer `op`: a = argument, b = identity, c = combine */
+    E_REDUCE,  /* reducer `op`: a = argument, b = identity, c = combine; a tuple
+                  state's component `index`, with args = arg, identity, combine of
+                  every component in turn */
     E_CONST,   /* a folded constant in `value` */
 } ExprKind;
 
@@ -347,7 +351,8 @@ struct Expr {
     const char *name;  /* E_NAME, E_CALL callee */
     Range name_range;
     Expr *a, *b, *c;   /* operands */
-    List args;         /* E_CALL, E_BUILTIN arguments; E_LAMBDA parameter names */
+    List args;         /* E_CALL, E_BUILTIN arguments; E_LAMBDA parameter names (a tuple
+                          lambda: `index` names of a, then of b); E_TUPLE values */
     Value value;       /* E_INT, E_FLOAT, E_BOOL, E_CONST */
 };
 
@@ -381,7 +386,8 @@ typedef struct Param {
 typedef enum { S_LET, S_ASSIGN, S_ERROR } StmtKind; /* S_ERROR: lost to a syntax error */
 typedef struct Stmt {
     StmtKind kind;
-    const char *name;
+    const char *name;  /* a tuple let: the first name */
+    List names;        /* a tuple let `let (a, b) = ...`: E_NAME nodes; empty otherwise */
     Range name_range, range;
     TypeRef ty;   /* let with an annotation */
     Expr *value;
@@ -427,6 +433,8 @@ Expr *ast_cond(Compiler *c, Expr *cond, Expr *a, Expr *b);
 Expr *ast_call(Compiler *c, Token callee, List *args, Token rparen);
 Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp);
 Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body);
+Expr *ast_tuple_lambda(Compiler *c, Token open, List *a, List *b, Expr *body); /* |(a1, a2), (b1, b2)| e */
+Expr *ast_tuple(Compiler *c, Token lp, List *first, Expr *last, Token rp);    /* (first..., last) */
 Expr *ast_error(Compiler *c, Token at);
 List *ast_list(Compiler *c, void *first);      /* NULL first: empty list */
 List *ast_append(Compiler *c, List *l, void *item);
@@ -437,6 +445,7 @@ Generic *ast_generic(Compiler *c, Token name, Token *cls);
 Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt);
 Param *ast_param_mod(Compiler *c, Token mod, Token name, TypeRef *ty); /* inout y: T[] */
 Stmt *ast_let(Compiler *c, Token let, Token name, TypeRef *ty, Expr *value, Token semi);
+Stmt *ast_let_tuple(Compiler *c, Token let, List *names, Expr *value, Token semi);
 Stmt *ast_assign(Compiler *c, Token name, Expr *value, Token semi);
 Stmt *ast_lost_stmt(Compiler *c, Token semi);
 InstSpec *ast_inst(Compiler *c, Token name, List *types, Token end);
@@ -540,6 +549,11 @@ typedef struct IrReducer {
     Type res_type;   /* result type */
     int phase;       /* 1-based */
     int arg, ident, combine; /* node ids; ident/combine for reduce() */
+    /* reduce() with a tuple state: its components are the reducers
+     * head..head+width-1 (one phase), whose combines read every component
+     * of both sides (IR_LPARAM aux = 2 * component + side), so they update
+     * together; alone, head is the reducer itself and width 1. */
+    int head, width;
 } IrReducer;
 
 typedef struct IrOutput {

@@ -511,12 +511,14 @@ static const Expr *elem_leaf(const Expr *e)
     return e;
 }
 
-static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
+/* A reducer stands in a reduction kernel, outside a combine function, with
+ * its number of arguments; reports why not. */
+static bool reducer_allowed(Ctx *x, Expr *e, ReducerKind rk)
 {
     const char *name = reducer_info[rk].name;
     if (!x->kernel) {
         diag_error(x->c, e->name_range, "reducer '%s' outside a kernel", name);
-        return mk_error(x, e->range);
+        return false;
     }
     if (x->kernel->kind == I_ELEMENTWISE) {
         diag_error(x->c, e->name_range, "reducer '%s' used in an elementwise kernel", name);
@@ -524,17 +526,35 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
             diag_note_plain(x->c, "'%s' with one argument reduces; with two, %s(a, b) is elementwise", name, name);
         else
             diag_note(x->c, x->kernel->name_range, "declare '%s' as a 'reduction' kernel to reduce", x->kernel->name);
-        return mk_error(x, e->range);
+        return false;
     }
     if (x->in_combine) {
         diag_error(x->c, e->name_range, "reducer '%s' inside the combine function of reduce()", name);
-        return mk_error(x, e->range);
+        return false;
     }
     int want = rk == R_CUSTOM ? 3 : 1;
     if (e->args.n != want) {
         char what[64];
         snprintf(what, sizeof what, "reducer '%s'", name);
         arity_error(x, e, what, want, want);
+        return false;
+    }
+    return true;
+}
+
+static bool is_tuple_reduce(const Expr *e)
+{
+    return e->kind == E_CALL && strcmp(e->name, "reduce") == 0 && e->args.n >= 1 &&
+           ((Expr *)e->args.items[0])->kind == E_TUPLE;
+}
+
+static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
+{
+    if (!reducer_allowed(x, e, rk))
+        return mk_error(x, e->range);
+    if (is_tuple_reduce(e)) {
+        int k = ((Expr *)e->args.items[0])->args.n;
+        diag_error(x->c, e->range, "reduce() with a state of %d values gives %d values; bind them with 'let (a, b, ...) = reduce(...);'", k, k);
         return mk_error(x, e->range);
     }
     x->in_reducer++;
@@ -570,7 +590,7 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
             diag_error(x->c, l ? l->range : ident->range, "the identity of reduce() must not vary over the data");
             return mk_error(x, e->range);
         }
-        if (lam->kind != E_LAMBDA || lam->args.n != 2) {
+        if (lam->kind != E_LAMBDA || lam->args.n != 2 || lam->index) {
             diag_error(x->c, lam->range, "the third argument of reduce() must be a combine function '|a, b| ...'");
             return mk_error(x, e->range);
         }
@@ -618,6 +638,107 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
     r->vary = VARY_ROW;
     r->name_range = e->name_range;
     return finish(x, r);
+}
+
+/* let (a, b, ...) = reduce((e1, e2, ...), (i1, i2, ...), |(a1, a2, ...), (b1, b2, ...)| (c1, c2, ...)):
+ * one reducer per state value, the combine of each reading every value of
+ * both sides.  Each component is typed as a one-value reduce() of (ej, ij);
+ * members[j] is component j's value.  Returns false after an error. */
+static bool check_tuple_reduce(Ctx *x, Expr *e, int nnames, Range names_at, Expr **members)
+{
+    if (!reducer_allowed(x, e, R_CUSTOM))
+        return false;
+    Expr *st = e->args.items[0], *id = e->args.items[1], *lam = e->args.items[2];
+    int k = st->args.n;
+    if (k > NNKC_MAX_TUPLE) {
+        diag_error(x->c, st->range, "the state of reduce() has %d values; the limit is %d", k, NNKC_MAX_TUPLE);
+        return false;
+    }
+    if (nnames != k) {
+        diag_error(x->c, names_at, "%d name%s bound to the %d values of reduce()'s state", nnames, nnames == 1 ? "" : "s", k);
+        return false;
+    }
+    if (id->kind != E_TUPLE || id->args.n != k) {
+        diag_error(x->c, id->range, "the identity of reduce() must be a tuple of %d values, one per state value", k);
+        return false;
+    }
+    if (lam->kind != E_LAMBDA || lam->index != k || lam->op || lam->a->kind != E_TUPLE || lam->a->args.n != k) {
+        diag_error(x->c, lam->range,
+                   "the combine function of reduce() with %d state values takes two tuples of %d names and gives %d values, "
+                   "as '|(a1, a2), (b1, b2)| (e1, e2)' does for two", k, k, k);
+        return false;
+    }
+    Expr *arg[NNKC_MAX_TUPLE], *ident[NNKC_MAX_TUPLE], *comb[NNKC_MAX_TUPLE];
+    Type at[NNKC_MAX_TUPLE];
+    bool err = false;
+    for (int j = 0; j < k; j++) {
+        x->in_reducer++;
+        arg[j] = check(x, st->args.items[j]);
+        x->in_reducer--;
+        ident[j] = check(x, id->args.items[j]);
+        err |= is_err(arg[j]) || is_err(ident[j]);
+        if (!is_err(ident[j]) && ident[j]->vary != VARY_UNIFORM) {
+            const Expr *l = elem_leaf(ident[j]);
+            diag_error(x->c, l ? l->range : ident[j]->range, "the identity of reduce() must not vary over the data");
+            err = true;
+        }
+    }
+    if (err)
+        return false;
+    for (int j = 0; j < k; j++) {
+        at[j] = type_concrete(type_promote((Type)arg[j]->type, (Type)ident[j]->type));
+        arg[j] = convert(x, promote_to(x, arg[j], at[j]), at[j], false);
+        ident[j] = promote_to(x, ident[j], at[j]);
+    }
+    Binding *saved = x->scope;
+    for (int j = 0; j < 2 * k; j++) {
+        Expr *p = lam->args.items[j];
+        int comp = j % k, side = j / k;
+        Expr *lp = mk(x, E_LPARAM, at[comp], p->range);
+        lp->index = 2 * comp + side;
+        bind(x, p->name, BIND_LPARAM, p->range, lp);
+    }
+    bool saved_combine = x->in_combine;
+    x->in_combine = true;
+    for (int j = 0; j < k; j++) {
+        comb[j] = check(x, lam->a->args.items[j]);
+        if (is_err(comb[j])) {
+            err = true;
+        } else if (comb[j]->vary != VARY_UNIFORM) {
+            const Expr *l = elem_leaf(comb[j]);
+            diag_error(x->c, l ? l->range : comb[j]->range,
+                       "the combine function of reduce() may use only its parameters, constants and scalar parameters");
+            err = true;
+        } else {
+            comb[j] = convert(x, comb[j], at[j], false);
+        }
+    }
+    x->in_combine = saved_combine;
+    x->scope = saved;
+    if (err)
+        return false;
+    List triples = {0};
+    for (int j = 0; j < k; j++) {
+        list_push(x->c->arena, &triples, arg[j]);
+        list_push(x->c->arena, &triples, ident[j]);
+        list_push(x->c->arena, &triples, comb[j]);
+    }
+    for (int j = 0; j < k; j++) {
+        Expr *r = mk(x, E_REDUCE, at[j], e->range);
+        r->op = R_CUSTOM;
+        r->optype = at[j];
+        r->a = arg[j];
+        r->b = ident[j];
+        r->c = comb[j];
+        r->index = j;
+        r->args = triples;
+        r->vary = VARY_ROW;
+        r->name_range = e->name_range;
+        members[j] = finish(x, r);
+        if (is_err(members[j]))
+            return false;
+    }
+    return true;
 }
 
 static const char *const generic_class_names[] = {"bool", "int", "uint", "float", "num", "any"};
@@ -937,6 +1058,9 @@ static Expr *check(Ctx *x, Expr *e)
     case E_LAMBDA:
         diag_error(x->c, e->range, "a combine function '|a, b| ...' may only be the third argument of reduce()");
         return mk_error(x, e->range);
+    case E_TUPLE:
+        diag_error(x->c, e->range, "a tuple may only be the state, the identity or the combine result of reduce()");
+        return mk_error(x, e->range);
     default:
         nnkc_assert(!"unexpected node in source tree");
         return mk_error(x, e->range);
@@ -1114,6 +1238,38 @@ static const char *instance_name(Compiler *c, Item *k, const Type *targs, bool d
     return s;
 }
 
+/* let (a, b, ...) = reduce(...): each name takes one value of the state. */
+static void check_let_tuple(Ctx *x, Stmt *s)
+{
+    Compiler *c = x->c;
+    for (int i = 0; i < s->names.n; i++) {
+        const Expr *nm = s->names.items[i];
+        Binding *b = lookup(x, nm->name);
+        for (int j = 0; j < i && !b; j++)
+            if (((Expr *)s->names.items[j])->name == nm->name) {
+                diag_error(c, nm->range, "'%s' is bound twice in this let", nm->name);
+                break;
+            }
+        if (b) {
+            const char *what = b->kind == BIND_LET ? "a let binding" : b->kind == BIND_OUT ? "an output" : "a parameter";
+            diag_error(c, nm->range, "'%s' is already %s", nm->name, what);
+            diag_note(c, b->decl, "declared here");
+        }
+    }
+    Expr *members[NNKC_MAX_TUPLE];
+    bool ok = false;
+    if (is_tuple_reduce(s->value)) {
+        ok = check_tuple_reduce(x, s->value, s->names.n, s->name_range, members);
+    } else if (!is_err(check(x, s->value))) {
+        diag_error(c, s->value->range, "only a reduce() with a tuple state gives several values to bind");
+        diag_note_plain(c, "write 'let (a, b) = reduce((x, y), (0, 0), |(a1, a2), (b1, b2)| (a1 + b1, a2 + b2));'");
+    }
+    for (int i = 0; i < s->names.n; i++) {
+        const Expr *nm = s->names.items[i];
+        bind(x, nm->name, BIND_LET, nm->range, ok ? members[i] : mk_error(x, nm->range));
+    }
+}
+
 Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *storage)
 {
     Instance *in = arena_alloc(c->arena, sizeof *in);
@@ -1196,6 +1352,10 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         Stmt *s = k->body.items[i];
         if (s->kind == S_ERROR)
             continue;
+        if (s->kind == S_LET && s->names.n) {
+            check_let_tuple(&x, s);
+            continue;
+        }
         Binding *b = lookup(&x, s->name);
         if (s->kind == S_LET) {
             if (b) {

@@ -126,7 +126,11 @@ static void check_node(Verify *v, int i)
         if (v->ok && y && z && n->sub != B_WHERE)
             same_type(v, i, z, x->type, "has arguments of types '%s' and '%s'");
         break;
-    case IR_IDX: case IR_N: case IR_LPARAM:
+    case IR_LPARAM:
+        if (n->aux < 0 || n->aux >= 2 * NNKC_MAX_TUPLE)
+            fail(v, i, "is a combine parameter that does not exist", "", "");
+        break;
+    case IR_IDX: case IR_N:
         break;
     }
 }
@@ -145,6 +149,19 @@ bool ir_verify(Compiler *c, const IrKernel *k)
         for (int j = 0; j < 3 && v.ok; j++)
             if ((j == 0 || ids[j] >= 0) && (ids[j] < 0 || ids[j] >= k->nnodes))
                 fail(&v, -1, "a reducer refers to a value that does not exist", "", "");
+        /* a tuple state: consecutive reduce()s of one phase, whose combines
+         * read only the components the tuple has */
+        const IrReducer *h = r->head >= 0 && r->head < k->nreds ? &k->reds[r->head] : NULL;
+        if (v.ok && (!h || r->width < 1 || r->width > NNKC_MAX_TUPLE || i >= r->head + r->width || h->width != r->width ||
+                     h->phase != r->phase || (r->width > 1 && r->kind != R_CUSTOM)))
+            fail(&v, r->arg, "is reduced in a tuple state that is not well formed", "", "");
+        if (v.ok && r->combine >= 0 && r->combine < k->nnodes) {
+            uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+            ir_mark(k, &r->combine, 1, L_LAMBDA, need);
+            for (int j = 0; j < k->nnodes && v.ok; j++)
+                if (need[j] && k->nodes[j].op == IR_LPARAM && k->nodes[j].aux >= 2 * r->width)
+                    fail(&v, j, "reads a component the tuple state does not have", "", "");
+        }
     }
     for (int i = 0; i < k->nouts && v.ok; i++) {
         const IrOutput *o = &k->outs[i];

@@ -179,6 +179,8 @@ stmts(A) ::= stmts(L) error SEMI(E).           { A = ast_append(ps->c, L, ast_lo
 
 stmt(A) ::= LET(K) IDENT(N) typeann(T) ASSIGN expr(V) SEMI(E).
                                                { A = ast_let(ps->c, K, N, T, V, E); }
+stmt(A) ::= LET(K) LPAREN lparams(N) RPAREN ASSIGN expr(V) SEMI(E).
+                                               { A = ast_let_tuple(ps->c, K, N, V, E); }
 stmt(A) ::= IDENT(N) ASSIGN expr(V) SEMI(E).   { A = ast_assign(ps->c, N, V, E); }
 
 /* ---- expressions ---------------------------------------------------------- */
@@ -191,11 +193,15 @@ expr(A) ::= IDENT(T).                          { A = ast_name(ps->c, T); }
 expr(A) ::= IDX(T).                            { A = ast_keyword(ps->c, T, E_IDX); }
 expr(A) ::= N(T).                              { A = ast_keyword(ps->c, T, E_N); }
 expr(A) ::= LPAREN(L) expr(E) RPAREN(R).       { A = ast_paren(ps->c, L, E, R); }
+expr(A) ::= LPAREN(L) arglist(F) COMMA expr(E) RPAREN(R).
+                                               { A = ast_tuple(ps->c, L, F, E, R); }
 expr(A) ::= IDENT(F) LPAREN args(L) RPAREN(R). { A = ast_call(ps->c, F, L, R); }
 expr(A) ::= TYPENAME(F) LPAREN args(L) RPAREN(R).
                                                { A = ast_call(ps->c, F, L, R); }
 expr(A) ::= PIPE(O) lparams(P) PIPE expr(B). [PIPE_LAMBDA]
                                                { A = ast_lambda(ps->c, O, P, B); }
+expr(A) ::= PIPE(O) LPAREN lparams(P) RPAREN COMMA LPAREN lparams(Q) RPAREN PIPE expr(B). [PIPE_LAMBDA]
+                                               { A = ast_tuple_lambda(ps->c, O, P, Q, B); }
 expr(A) ::= MINUS|PLUS(O) expr(B). [BANG]      { A = ast_unary(ps->c, O, B); }
 expr(A) ::= BANG|TILDE(O) expr(B).             { A = ast_unary(ps->c, O, B); }
 expr(A) ::= expr(C) QUESTION expr(X) COLON expr(Y).
