@@ -247,7 +247,10 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
         buf_printf(out, ac->red_fmt, n->aux);
         break;
     case IR_LPARAM:
-        buf_puts(out, n->aux ? "lb" : "la");
+        /* la, lb; a tuple state's component j > 0: laj, lbj */
+        buf_puts(out, n->aux % 2 ? "lb" : "la");
+        if (n->aux >= 2)
+            buf_printf(out, "%d", n->aux / 2);
         break;
     case IR_UNARY: {
         Type t = (Type)n->type;
@@ -445,6 +448,45 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
     default:
         emit_convert(r->acc_type, res, acc, out);
     }
+}
+
+/* The parameters of a tuple state's combine functions: "T la, U la1, ...,
+ * T lb, U lb1, ..." (each component in its accumulator type). */
+void emit_red_tuple_params(const IrKernel *k, int head, Buf *out)
+{
+    const IrReducer *h = &k->reds[head];
+    for (int side = 0; side < 2; side++)
+        for (int j = 0; j < h->width; j++) {
+            buf_printf(out, "%s%s l%c", side || j ? ", " : "", ctype(k->reds[head + j].acc_type), side ? 'b' : 'a');
+            if (j)
+                buf_printf(out, "%d", j);
+        }
+}
+
+void emit_red_tuple(const IrKernel *k, int head, const char *comb, const char *dst, const char *a, const char *b,
+                    const char *const *bvals, Buf *out)
+{
+    const IrReducer *h = &k->reds[head];
+    Buf args = {0};
+    buf_puts(out, "{\n");
+    for (int side = 0; side < 2; side++)
+        for (int j = 0; j < h->width; j++) {
+            const IrReducer *r = &k->reds[head + j];
+            buf_printf(out, "    const %s t%c%d_ = ", ctype(r->acc_type), side ? 'b' : 'a', j);
+            if (side && bvals)
+                buf_puts(out, bvals[j]);
+            else
+                buf_printf(out, side ? b : a, head + j);
+            buf_puts(out, ";\n");
+            buf_printf(&args, ", t%c%d_", side ? 'b' : 'a', j);
+        }
+    for (int j = 0; j < h->width; j++) {
+        buf_puts(out, "    ");
+        buf_printf(out, dst, head + j);
+        buf_printf(out, " = %s%d(p%s);\n", comb, head + j, args.data);
+    }
+    buf_puts(out, "}\n");
+    buf_free(&args);
 }
 
 /* ---- what every emitter knows of an instance ------------------------------- */

@@ -672,9 +672,21 @@ static void combine_functions(const Gen *g, TDict *d)
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
         const char *A = ctype(r->acc_type);
-        buf_printf(&fns, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
-        buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s la, %s lb)\n{\n", A, g->in->name, ri, A, A);
         Buf body = {0};
+        if (r->width > 1) {
+            /* a tuple state: value ri - head from every value of both sides */
+            Buf ps = {0};
+            emit_red_tuple_params(k, r->head, &ps);
+            buf_printf(&fns, "\n/* reduce(): value %d of the tuple state of reducers #%d..#%d */\n", ri - r->head, r->head,
+                       r->head + r->width - 1);
+            buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s)\n{\n", A, g->in->name, ri, ps.data);
+            buf_free(&ps);
+            for (int j = 0; j < r->width; j++)
+                buf_printf(&body, j ? "(void)la%d;\n(void)lb%d;\n" : "(void)la;\n(void)lb;\n", j, j);
+        } else {
+            buf_printf(&fns, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
+            buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s la, %s lb)\n{\n", A, g->in->name, ri, A, A);
+        }
         bool any_scalar = false;
         for (int s = 0; s < g->nscalars; s++)
             any_scalar |= nd.scalars[s];
@@ -998,8 +1010,15 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
             *lane_bytes += 8;
         }
         char d[64], a[64], b[64], dx[64], ax[64], bx[64];
+        /* a tuple state combines all its values at its first reducer */
+        const char *tcomb = arena_printf(g->c->arena, "%s__comb", g->in->name);
 #define COMBINE(D, Aa, Bb, DX, AX, BX, OUT)                                                        \
     do {                                                                                            \
+        if (r->width > 1) {                                                                         \
+            if (ri == r->head)                                                                      \
+                emit_red_tuple(k, ri, tcomb, D, Aa, Bb, NULL, OUT);                                 \
+            break;                                                                                  \
+        }                                                                                           \
         snprintf(d, sizeof d, D, ri), snprintf(a, sizeof a, Aa, ri), snprintf(b, sizeof b, Bb, ri); \
         snprintf(dx, sizeof dx, DX, ri), snprintf(ax, sizeof ax, AX, ri), snprintf(bx, sizeof bx, BX, ri); \
         acc_combine(g, ri, r, d, a, b, dx, ax, bx, OUT);                                              \
@@ -1019,11 +1038,33 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         emit_convert((Type)k->nodes[r->arg].type, r->acc_type, vcol.data, &vccol);
         buf_printf(&al, "a%d_[j]", ri);
         buf_printf(&xl, "x%d_[j]", ri);
-        acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
-        al.len = xl.len = 0;
-        buf_printf(&al, "a%d[c]", ri);
-        buf_printf(&xl, "x%d[c]", ri);
-        acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
+        if (r->width > 1) {
+            /* a tuple state steps at its first reducer, with every value's element */
+            if (ri == r->head) {
+                const char *rows[NNKC_MAX_TUPLE], *cols[NNKC_MAX_TUPLE];
+                for (int j = 0; j < r->width; j++) {
+                    const IrReducer *m = &k->reds[ri + j];
+                    Buf e = {0}, ec = {0};
+                    emit_ref(&ar, m->arg, &e);
+                    emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
+                    rows[j] = bufstr(g->c, &ec);
+                    e.len = 0;
+                    ec = (Buf){0};
+                    emit_ref(&acol, m->arg, &e);
+                    emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
+                    cols[j] = bufstr(g->c, &ec);
+                    buf_free(&e);
+                }
+                emit_red_tuple(k, ri, tcomb, "a%d_[j]", "a%d_[j]", NULL, rows, &upd);
+                emit_red_tuple(k, ri, tcomb, "a%d[c]", "a%d[c]", NULL, cols, &cupd);
+            }
+        } else {
+            acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
+            al.len = xl.len = 0;
+            buf_printf(&al, "a%d[c]", ri);
+            buf_printf(&xl, "x%d[c]", ri);
+            acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
+        }
         Buf *tmp[] = {&v, &vc, &vcol, &vccol, &al, &xl};
         for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
             buf_free(tmp[i]);
@@ -1053,7 +1094,11 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         snprintf(b1, sizeof b1, "a%d_[j + w]", ri);
         snprintf(ax, sizeof ax, "x%d_[j]", ri);
         snprintf(bx, sizeof bx, "x%d_[j + w]", ri);
-        acc_merge(g, ri, r, a1, b1, ax, bx, &fpair);
+        if (r->width == 1)
+            acc_merge(g, ri, r, a1, b1, ax, bx, &fpair);
+        else if (ri == r->head)
+            emit_red_tuple(k, ri, arena_printf(g->c->arena, "%s__comb", g->in->name), "a%d_[j]", "a%d_[j]", "a%d_[j + w]",
+                           NULL, &fpair);
         char fa[32], fx[32];
         snprintf(fa, sizeof fa, "a%d_[0]", ri);
         snprintf(fx, sizeof fx, "x%d_[0]", ri);

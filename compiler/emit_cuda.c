@@ -162,15 +162,24 @@ static void combine_functions(Compiler *c, const EmitOperands *o, const char *na
         CuAccess m = {CU_SLICE};
         EmitAccess ac = cu_access(c, o, &m);
         const char *A = ctype(r->acc_type);
-        Buf body = {0};
+        Buf body = {0}, ps = {0};
+        if (r->width > 1) {
+            /* a tuple state: value ri - head from every value of both sides */
+            emit_red_tuple_params(k, r->head, &ps);
+            for (int j = 1; j < r->width; j++)
+                buf_printf(&body, "(void)la%d;\n(void)lb%d;\n", j, j);
+        } else {
+            buf_printf(&ps, "%s la, %s lb", A, A);
+        }
         emit_read_scalars(o, "p.", &body);
         emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
         Buf v = {0};
         emit_ref(&ac, r->combine, &v);
         buf_printf(&body, "return %s;\n", v.data);
         buf_free(&v);
-        buf_printf(out, "\nNNK_DEVICE %s %s__comb%d(const nnk_cuda_plan &p, %s la, %s lb)\n{\n    (void)la;\n    (void)lb;\n",
-                   A, name, ri, A, A);
+        buf_printf(out, "\nNNK_DEVICE %s %s__comb%d(const nnk_cuda_plan &p, %s)\n{\n    (void)la;\n    (void)lb;\n",
+                   A, name, ri, ps.data);
+        buf_free(&ps);
         for (char *line = body.data, *nl; line && *line; line = nl + 1) {
             nl = strchr(line, '\n');
             buf_printf(out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
@@ -264,14 +273,35 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
             emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
             snprintf(a, sizeof a, "s->a%d", ri);
             snprintf(x, sizeof x, "s->x%d", ri);
-            emit_red_step(r, comb, a, vc.data, x, "i", &step);
+            if (r->width > 1) {
+                /* a tuple state steps and merges at its first reducer, all values at once */
+                if (ri == r->head) {
+                    const char *vals[NNKC_MAX_TUPLE];
+                    for (int j = 0; j < r->width; j++) {
+                        const IrReducer *mr = &k->reds[ri + j];
+                        Buf e = {0}, ec = {0};
+                        emit_ref(&ac, mr->arg, &e);
+                        emit_convert((Type)k->nodes[mr->arg].type, mr->acc_type, e.data, &ec);
+                        vals[j] = dup(c, &ec);
+                        buf_free(&e);
+                        buf_free(&ec);
+                    }
+                    char tcomb[160];
+                    snprintf(tcomb, sizeof tcomb, "%s__comb", name);
+                    emit_red_tuple(k, ri, tcomb, "s->a%d", "s->a%d", NULL, vals, &step);
+                    emit_red_tuple(k, ri, tcomb, "a->a%d", "a->a%d", "b->a%d", NULL, &merge);
+                }
+            } else {
+                emit_red_step(r, comb, a, vc.data, x, "i", &step);
+            }
             buf_free(&v);
             buf_free(&vc);
             snprintf(sa, sizeof sa, "a->a%d", ri);
             snprintf(sb, sizeof sb, "b->a%d", ri);
             snprintf(xa, sizeof xa, "a->x%d", ri);
             snprintf(xb, sizeof xb, "b->x%d", ri);
-            emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
+            if (r->width == 1)
+                emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
             snprintf(fa, sizeof fa, "s->a%d", ri);
             snprintf(fx, sizeof fx, "s->x%d", ri);
             buf_printf(&final, "f->r%d = ", ri);

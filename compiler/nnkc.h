@@ -652,6 +652,16 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
  * elem_body; the nodes the elements need (emit_opencl.c). */
 typedef struct TDict TDict;
 uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P);
+/* reduce() with a tuple state (reducers head..head+width-1): every value
+ * combined at once, dst_j = COMBj(p, a..., b...) with all of a and b read
+ * first (dst may be a).  `dst`, `a`, `b` are printf formats of a value's
+ * lvalue taking its reducer index; `bvals`, when not NULL, gives b as one
+ * expression per value instead (a step's element values).  `comb` is the
+ * combine functions' name before the reducer index. */
+void emit_red_tuple(const IrKernel *k, int head, const char *comb, const char *dst, const char *a, const char *b,
+                    const char *const *bvals, Buf *out);
+/* Their parameter list: "float la, int64_t la1, float lb, int64_t lb1". */
+void emit_red_tuple_params(const IrKernel *k, int head, Buf *out);
 
 /* ===================================================================== */
 /* emit_c.c, emit_cuda.c, emit_opencl.c, emit_header.c: whole files                      */

@@ -554,7 +554,7 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
         return mk_error(x, e->range);
     if (is_tuple_reduce(e)) {
         int k = ((Expr *)e->args.items[0])->args.n;
-        diag_error(x->c, e->range, "reduce() with a state of %d values gives %d values; bind them with 'let (a, b, ...) = reduce(...);'", k, k);
+        diag_error(x->c, e->range, "reduce() with a tuple state gives %d values; bind them with 'let (a, b, ...) = reduce(...);'", k);
         return mk_error(x, e->range);
     }
     x->in_reducer++;
