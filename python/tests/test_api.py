@@ -215,3 +215,32 @@ def test_jit_stats():
     st = nnk._nnk.jit_stats()
     assert set(st) == {"memory_hits", "disk_hits", "compiles", "corrupt_entries"}
     assert os.environ.get("NNK_CACHE_DIR") is None or st["corrupt_entries"] == 0
+
+
+def test_tuple_state_reduction():
+    """A reduce() with a tuple state through the runtime's JIT: Welford's
+    mean and variance in one pass, value and index of the maximum."""
+    m = nnk.compile("""
+func wn(na, nb) = na + nb;
+reduction welford(x: f32[]) -> (mean: f32, var: f32) {
+    let (mu, q, c) = reduce((x, f32(0), f32(1)), (f32(0), f32(0), f32(0)), |(ma, qa, na), (mb, qb, nb)| (
+        wn(na, nb) > 0 ? ma + (mb - ma) * (nb / wn(na, nb)) : ma,
+        wn(na, nb) > 0 ? qa + qb + (mb - ma) * (mb - ma) * (na * (nb / wn(na, nb))) : qa,
+        wn(na, nb)));
+    mean = mu;
+    var = q / c;
+}
+reduction vargmax(x: f32[]) -> (v: f32, i: i64) {
+    let (bv, bi) = reduce((x, idx), (-1.0 / 0.0, -1),
+                          |(va, ia), (vb, ib)| (vb > va ? vb : va, vb > va || (vb == va && ib < ia) ? ib : ia));
+    v = bv;
+    i = bi;
+}
+""")
+    x = (1e4 + np.random.default_rng(7).uniform(-1, 1, (3, 5000))).astype(np.float32)
+    mean, var = m.welford(x, axis=1)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(mean, x64.mean(1), rtol=1e-6)
+    np.testing.assert_allclose(var, x64.var(1), rtol=1e-2)
+    v, i = m.vargmax(x, axis=None)
+    assert v == x.max() and i == np.argmax(x)
