@@ -489,6 +489,26 @@ void emit_red_tuple(const IrKernel *k, int head, const char *comb, const char *d
     buf_free(&args);
 }
 
+void emit_red_tuple_state(const IrKernel *k, const EmitAccess *ac, int head, const char *name, Buf *step, Buf *merge)
+{
+    const IrReducer *h = &k->reds[head];
+    const char *vals[NNKC_MAX_TUPLE];
+    for (int j = 0; j < h->width; j++) {
+        const IrReducer *r = &k->reds[head + j];
+        Buf e = {0}, ec = {0};
+        emit_ref(ac, r->arg, &e);
+        emit_convert((Type)k->nodes[r->arg].type, r->acc_type, e.data, &ec);
+        vals[j] = arena_strdup(nnkc_current()->arena, ec.data);
+        buf_free(&e);
+        buf_free(&ec);
+    }
+    Buf comb = {0};
+    buf_printf(&comb, "%s__comb", name);
+    emit_red_tuple(k, head, comb.data, "s->a%d", "s->a%d", NULL, vals, step);
+    emit_red_tuple(k, head, comb.data, "a->a%d", "a->a%d", "b->a%d", NULL, merge);
+    buf_free(&comb);
+}
+
 /* ---- what every emitter knows of an instance ------------------------------- */
 
 void emit_operands_init(EmitOperands *o, const Instance *in)
@@ -671,7 +691,10 @@ uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char 
         emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
         snprintf(a, sizeof a, "s->a%d", ri);
         snprintf(x, sizeof x, "s->x%d", ri);
-        emit_red_step(r, comb, a, vc.data, x, "i", &step);
+        if (r->width == 1)
+            emit_red_step(r, comb, a, vc.data, x, "i", &step);
+        else if (ri == r->head)
+            emit_red_tuple_state(k, ac, ri, name, &step, &merge);
         buf_free(&v);
         buf_free(&vc);
         snprintf(sb, sizeof sb, "b->a%d", ri);
@@ -679,7 +702,8 @@ uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char 
         snprintf(xb, sizeof xb, "b->x%d", ri);
         char sa[32];
         snprintf(sa, sizeof sa, "a->a%d", ri);
-        emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
+        if (r->width == 1)
+            emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
         buf_printf(&final, "f->r%d = ", ri);
         emit_red_final(r, a, x, "n_red", &final);
         buf_puts(&final, ";\n");

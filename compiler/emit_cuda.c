@@ -275,22 +275,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
             snprintf(x, sizeof x, "s->x%d", ri);
             if (r->width > 1) {
                 /* a tuple state steps and merges at its first reducer, all values at once */
-                if (ri == r->head) {
-                    const char *vals[NNKC_MAX_TUPLE];
-                    for (int j = 0; j < r->width; j++) {
-                        const IrReducer *mr = &k->reds[ri + j];
-                        Buf e = {0}, ec = {0};
-                        emit_ref(&ac, mr->arg, &e);
-                        emit_convert((Type)k->nodes[mr->arg].type, mr->acc_type, e.data, &ec);
-                        vals[j] = dup(c, &ec);
-                        buf_free(&e);
-                        buf_free(&ec);
-                    }
-                    char tcomb[160];
-                    snprintf(tcomb, sizeof tcomb, "%s__comb", name);
-                    emit_red_tuple(k, ri, tcomb, "s->a%d", "s->a%d", NULL, vals, &step);
-                    emit_red_tuple(k, ri, tcomb, "a->a%d", "a->a%d", "b->a%d", NULL, &merge);
-                }
+                if (ri == r->head)
+                    emit_red_tuple_state(k, &ac, ri, name, &step, &merge);
             } else {
                 emit_red_step(r, comb, a, vc.data, x, "i", &step);
             }

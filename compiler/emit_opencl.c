@@ -186,13 +186,18 @@ static const char *combine_functions(Compiler *c, const EmitOperands *o)
         ClAccess m = {CL_SLICE};
         EmitAccess ac = cl_access(c, o, &m);
         const char *A = ctype(r->acc_type);
-        Buf body = {0}, v = {0};
+        Buf body = {0}, v = {0}, ps = {0};
+        if (r->width > 1) /* a tuple state: value ri - head from every value of both sides */
+            emit_red_tuple_params(k, r->head, &ps);
+        else
+            buf_printf(&ps, "%s la, %s lb", A, A);
         emit_read_scalars(o, "p->", &body);
         emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
         emit_ref(&ac, r->combine, &v);
         buf_printf(&body, "return %s;\n", v.data);
         buf_free(&v);
-        buf_printf(&out, "\nNNK_INLINE %s %s__comb%d(__constant nnk_cl_plan *p, %s la, %s lb)\n{\n", A, o->in->name, ri, A, A);
+        buf_printf(&out, "\nNNK_INLINE %s %s__comb%d(__constant nnk_cl_plan *p, %s)\n{\n", A, o->in->name, ri, ps.data);
+        buf_free(&ps);
         for (char *line = body.data, *nl; line && *line; line = nl + 1) {
             nl = strchr(line, '\n');
             buf_printf(&out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);

@@ -662,6 +662,9 @@ void emit_red_tuple(const IrKernel *k, int head, const char *comb, const char *d
                     const char *const *bvals, Buf *out);
 /* Their parameter list: "float la, int64_t la1, float lb, int64_t lb1". */
 void emit_red_tuple_params(const IrKernel *k, int head, Buf *out);
+/* A tuple state's step (with the elements, into s->aK) and merge (a->aK
+ * with b->aK) for targets whose state is a struct per phase. */
+void emit_red_tuple_state(const IrKernel *k, const EmitAccess *ac, int head, const char *name, Buf *step, Buf *merge);
 
 /* ===================================================================== */
 /* emit_c.c, emit_cuda.c, emit_opencl.c, emit_header.c: whole files                      */
