@@ -1,4 +1,5 @@
-/* nnkc.h - the one internal header of libnnkc.
+/* nnkc.h - the one internal header of libnnkc (libnnkc.h, which it
+ * includes, is the part the runtime uses).
  *
  * Each section names the file that defines what it declares.  The compiler
  * is a pipeline: source -> lexer (grammar/lexer.re) -> parser
@@ -20,23 +21,14 @@
 
 #define NNKC_VERSION "0.1.0"
 
+#include "libnnkc.h" /* what the runtime uses: limits, Type, Value, modules, tools */
+
 /* Internal bugs assert with file and line; user errors are diagnostics.
  * Both nnkc_bug and nnkc_oom (out of memory) return to the innermost
  * nnkc_enter's jmp_buf (compiler.c); libnnkc never prints or aborts. */
 #define nnkc_assert(c) ((c) ? (void)0 : nnkc_bug(__FILE__, __LINE__, #c))
 _Noreturn void nnkc_bug(const char *file, int line, const char *what);
 _Noreturn void nnkc_oom(void);
-
-/* Limits of the language, checked with clear errors. */
-enum {
-    NNKC_MAX_NESTING = 256,  /* expression nesting depth */
-    NNKC_MAX_PARAMS = 32,    /* tensor parameters + outputs of a kernel (abi.h's NNK_MAX_TENSORS) */
-    NNKC_MAX_SCALARS = 32,   /* scalar parameters of a kernel (abi.h's NNK_MAX_SCALARS) */
-    NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */
-    NNKC_MAX_DIMS = 16,      /* tensor rank (runtime and NAME_strided) */
-    NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */
-    NNKC_MAX_TUPLE = 8,      /* values in the state of one reduce() */
-};
 
 /* ===================================================================== */
 /* arena.c: arena allocation, string interning, growable arrays          */
@@ -148,22 +140,7 @@ const char *diag_suggest(const char *name, const char *const *cands, int n);
 /* types.c: scalar types, classes and promotion (types.def)              */
 /* ===================================================================== */
 
-typedef enum {
-#define TYPE(id, ...) T_##id,
-#include "types.def"
-#undef TYPE
-    T_NSCALAR,
-    T_WINT = T_NSCALAR, /* an integer literal, weakly typed */
-    T_WFLOAT,           /* a float literal, weakly typed */
-    T_ERROR,            /* an expression that already had an error */
-    T_NONE,
-} Type;
-
-typedef enum {
-    CLASS_BOOL, CLASS_INT, CLASS_UINT, CLASS_FLOAT, /* of a scalar type */
-    CLASS_NUM, CLASS_ANY,                           /* generic-only */
-    CLASS_NONE
-} TypeClass;
+/* Type and TypeClass: libnnkc.h */
 
 typedef struct TypeInfo {
     const char *name;
@@ -178,17 +155,12 @@ typedef struct TypeInfo {
 } TypeInfo;
 
 extern const TypeInfo type_info[T_NSCALAR];
-const char *type_name(Type t);          /* "f32", "literal", ... */
 Type type_lookup(const char *name, size_t n); /* T_NONE when unknown */
 TypeClass class_lookup(const char *name);     /* CLASS_NONE when unknown */
-const char *class_name(TypeClass c);
-bool type_in_class(Type t, TypeClass c);
-Type class_default(TypeClass c); /* f32 for float/num/any, i32, u32 */
 static inline bool type_is_float(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_FLOAT; }
 static inline bool type_is_int(Type t) { return t < T_NSCALAR && (type_info[t].cls == CLASS_INT || type_info[t].cls == CLASS_UINT); }
 static inline bool type_is_signed(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_INT; }
 static inline bool type_is_weak(Type t) { return t == T_WINT || t == T_WFLOAT; }
-Type type_promote(Type a, Type b);  /* language.md §2; weak with weak stays weak */
 Type type_concrete(Type t);         /* weak int -> i64, weak float -> f64 */
 Type type_compute(Type t);          /* f16, bf16 -> f32 */
 Type type_accum(Type t);            /* sum/prod accumulator type */
@@ -212,14 +184,7 @@ const char *name_c_param(Arena *a, const char *name);
 /* fold.c: compile-time evaluation with the generated code's semantics   */
 /* ===================================================================== */
 
-typedef struct Value {
-    Type type; /* a scalar type or T_WINT / T_WFLOAT */
-    union {
-        int64_t i;  /* signed types, bool, T_WINT */
-        uint64_t u; /* unsigned types */
-        double f;   /* floats (value already rounded to the type), T_WFLOAT */
-    } v;
-} Value;
+/* Value, value_int, value_float, value_cast, the f16/bf16 conversions: libnnkc.h */
 
 typedef enum {
 #define UNOP(id, ...) UN_##id,
@@ -265,9 +230,6 @@ extern const OpInfo op_info[OP_COUNT];
 /* The operator of a lemon token (NNK_TK_...), OP_COUNT when none. */
 Op op_of_token(int token, bool unary);
 
-Value value_int(Type t, int64_t i);
-Value value_float(Type t, double f);
-Value value_cast(Value v, Type to);    /* with the generated code's conversions */
 Value value_adopt(Value v, Type to);   /* a literal taking an operand's type */
 Value value_round(Value v);            /* f16/bf16: rounded to the type; others as they are */
 bool value_truth(Value v);
@@ -277,11 +239,6 @@ bool fold_unary(Op op, Type t, Value a, Value *out);
 bool fold_binary(Op op, Type t, Value a, Value b, Value *out); /* t: operand type */
 bool fold_builtin(Builtin b, Type t, const Value *args, int n, Value *out);
 void value_format(Value v, Buf *out, bool c_syntax);
-/* f16 / bf16 bit conversions shared with the runtime (round to nearest even). */
-uint16_t nnkc_f32_to_f16(float f);
-float nnkc_f16_to_f32(uint16_t h);
-uint16_t nnkc_f32_to_bf16(float f);
-float nnkc_bf16_to_f32(uint16_t h);
 /* f64 -> f16 / bf16 with one rounding (no detour through a rounded f32). */
 uint16_t nnkc_f64_to_f16(double d);
 uint16_t nnkc_f64_to_bf16(double d);
@@ -736,108 +693,15 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, c
 /* spawn.c: running a tool (C compiler, nvcc) whatever the host's SIGCHLD */
 /* ===================================================================== */
 
-enum { NNKC_DEFAULT_TIMEOUT_S = 300 };
-typedef struct NnkcTool {
-    const char *in;           /* bytes for its stdin (NULL: /dev/null) */
-    size_t inlen;
-    char *out;                /* its stdout and stderr, NUL-terminated and cut */
-    size_t outcap;            /* at outcap-1 bytes (out NULL: the caller's own) */
-    size_t outlen;
-    long timeout_ms;          /* <= 0: none; when over, the tool is killed */
-    int err;                  /* set when it could not run (an errno) */
-    bool timed_out;
-} NnkcTool;
-/* Runs argv (argv[0] searched in PATH): its exit status, 128+N when killed
- * by signal N, or -1 (t->err, or t->timed_out).  Thread-safe; the host's
- * SIGCHLD disposition or handler cannot take its status. */
-int nnkc_tool_run(char *const *argv, NnkcTool *t);
-/* NNK_COMPILE_TIMEOUT (seconds, fractions allowed, 0 = none) in ms; the
- * default when unset or not a number. */
-long nnkc_tool_timeout_ms(void);
+/* NnkcTool, nnkc_tool_run, nnkc_tool_timeout_ms: libnnkc.h */
 
 /* ===================================================================== */
 /* api.c: libnnkc as a library, for the runtime's JIT and for tools        */
 /* ===================================================================== */
 
-/* A compiled source text: checked, with reflection on its kernels, able to
- * generate code for any instance on demand (the JIT instantiates generic
- * kernels for the dtypes of each call). */
-typedef struct NnkcModule NnkcModule;
-
-/* OPENCL: OpenCL C 1.2 (emit_opencl.c, docs/opencl.md); its source defines
- * no descriptor (*symbol is NULL): the kernels are NAME__ew_c, ... */
-typedef enum { NNKC_TARGET_C, NNKC_TARGET_CUDA, NNKC_TARGET_OPENCL } NnkcTarget;
-
-typedef struct NnkcParamInfo {
-    const char *name;
-    bool tensor;       /* T[] */
-    bool output;
-    bool reduced;      /* an output with the reduced shape (T, in a reduction) */
-    int typevar;       /* index into the kernel's generics, or -1 */
-    Type type;         /* the declared scalar type when typevar < 0 */
-    bool has_default;
-    Value dflt;        /* as written: may be a literal (T_WINT / T_WFLOAT) */
-    bool inout;        /* an inout parameter, or (output) the output it adds: one array for both */
-} NnkcParamInfo;
-
-typedef struct NnkcKernelInfo {
-    const char *name;
-    bool reduction;
-    int ngenerics;
-    const char *generic_names[NNKC_MAX_GENERICS];
-    TypeClass generic_classes[NNKC_MAX_GENERICS];
-    int nparams;       /* inputs */
-    int nouts;
-    NnkcParamInfo *params; /* nparams inputs, then nouts outputs */
-} NnkcKernelInfo;
-
-typedef struct NnkcModuleOptions {
-    const char *const *include_dirs; /* for imports; NULL-terminated or NULL */
-    int opt_level;                   /* 0..3 */
-} NnkcModuleOptions;
-
-/* Always returns a module (NULL only when out of memory); check ok().
- * Internal errors are diagnostics ("internal compiler error at ..."):
- * libnnkc prints nothing. */
-NnkcModule *nnkc_module_new(const char *name, const char *source, size_t len, const NnkcModuleOptions *opt);
-bool nnkc_module_ok(const NnkcModule *m);
-const char *nnkc_module_diagnostics(const NnkcModule *m); /* rendered, "" when none */
-int nnkc_module_kernel_count(const NnkcModule *m);
-const NnkcKernelInfo *nnkc_module_kernel(const NnkcModule *m, int i);
-const NnkcKernelInfo *nnkc_module_find(const NnkcModule *m, const char *name);
-/* Source of one instance for `target`: targs gives each type variable;
- * storage gives the dtype in memory of each tensor parameter then each
- * output (NULL, or T_NONE entries, for the logical types).  The source
- * defines `const nnk_kernel_desc <*symbol>` (nnk/abi.h).  Returns a malloc'ed
- * string, or NULL with a malloc'ed message in *error. */
-char *nnkc_module_emit(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage,
-                       NnkcTarget target, char **symbol, char **error);
-/* Whether the last nnkc_module_emit failed because the instance does not
- * type-check (a generic kernel's body cannot take the types; its error is
- * the rendered diagnostic), as opposed to an internal failure. */
-bool nnkc_module_emit_rejected(const NnkcModule *m);
-/* Whether the last nnkc_module_emit failed for lack of memory (it then
- * returns NULL, and *error may be NULL). */
-bool nnkc_module_oom(const NnkcModule *m);
-void nnkc_module_free(NnkcModule *m);
-/* Whether an instance (same arguments as nnkc_module_emit) is a plain
- * reduction that a library such as cuDNN can run instead of generated
- * code: one tensor parameter x and one reduced-shape output r, x, r and
- * the instance's values all of one dtype f16, f32 or f64 (storage as
- * well), no scalar parameters used, and r is exactly
- *   sum(x) prod(x) min(x) max(x) mean(x)   -> NNKC_REDUCE_SUM ... _MEAN
- *   max(abs(x)) sum(abs(x)) sqrt(sum(x*x)) -> _AMAX _NORM1 _NORM2.
- * The values equal nnk/extension.h's NNK_REDUCE_*.  NNKC_REDUCE_NONE for
- * anything else, elementwise kernels and errors. */
-typedef enum {
-    NNKC_REDUCE_NONE, NNKC_REDUCE_SUM, NNKC_REDUCE_PROD, NNKC_REDUCE_MIN, NNKC_REDUCE_MAX, NNKC_REDUCE_AMAX,
-    NNKC_REDUCE_MEAN, NNKC_REDUCE_NORM1, NNKC_REDUCE_NORM2,
-} NnkcReduceOp;
-NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage);
+/* NnkcModule and the nnkc_module_* functions: libnnkc.h */
 /* The same for a lowered instance (fat objects, tests). */
 NnkcReduceOp nnkc_instance_reduce_op(const Instance *in);
-/* Flags for compiling generated C into a shared object (besides -shared -fPIC -o). */
-const char *nnkc_c_flags(int opt_level);
 
 /* ===================================================================== */
 /* compiler.c: the Compiler object, its options, the pipeline           */

@@ -6,7 +6,7 @@
  * with conversion and a kernel that casts agree bit for bit.
  */
 #include "internal.h"
-#include "nnkc.h"
+#include "libnnkc.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include "internal.h"
-#include "nnkc.h"
+#include "libnnkc.h"
 
 #include <dlfcn.h>
 #include <errno.h>

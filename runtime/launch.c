@@ -3,8 +3,9 @@
  * binding type variables, finding or making the instance, allocating
  * outputs, building the plan and handing it to the extension. */
 #include "internal.h"
-#include "nnkc.h"
+#include "libnnkc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

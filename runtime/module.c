@@ -2,11 +2,11 @@
  * their kernels instantiated and code-generated lazily per backend and
  * dtype signature (launch.c decides which; this file makes one). */
 #include "internal.h"
-#include "nnkc.h"
+#include "libnnkc.h"
 
 _Static_assert((int)NNKC_MAX_PARAMS == (int)NNK_MAX_TENSORS && (int)NNKC_MAX_SCALARS == (int)NNK_MAX_SCALARS &&
                    (int)NNKC_MAX_GENERICS == (int)RT_MAX_GENERICS,
-               "the language's limits (nnkc.h) are the ABI's (abi.h)");
+               "the language's limits (libnnkc.h) are the ABI's (abi.h)");
 
 #include <stdlib.h>
 #include <string.h>
