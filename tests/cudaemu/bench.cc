@@ -22,7 +22,7 @@ static double best_ms(int reps, F run)
 	return *std::min_element(t.begin(), t.end());
 }
 
-int main()
+TEST_IMPL(bench)
 {
 	const int n = 1 << 20;
 	const char *env = std::getenv("CUDAEMU_BENCH_REPS");

@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 
-int main()
+TEST_IMPL(atomics)
 {
 	for (unsigned threads : {1u, 2u}) {
 		cudaemu::set_threads(threads);

@@ -37,7 +37,8 @@ static int check_axpy(const float *y, int n)
 	return bad;
 }
 
-int main(void)
+int run_test_capi(void); /* test-list.h, run by run-tests */
+int run_test_capi(void)
 {
 	enum { N = 1000 };
 	float x[N], y[N];

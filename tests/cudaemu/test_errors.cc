@@ -61,7 +61,7 @@ static std::vector<int> lines_in(const std::string &msg)
 	return lines;
 }
 
-int main()
+TEST_IMPL(errors)
 {
 	std::vector<float> f(4096);
 	std::vector<int> i(4096);

@@ -115,7 +115,7 @@ __attribute__((target("f16c"))) static float hw_half2float(unsigned h)
 }
 #endif
 
-int main()
+TEST_IMPL(halfconv)
 {
 	bool f16c = false;
 #ifdef HAVE_F16C_INTRINSICS

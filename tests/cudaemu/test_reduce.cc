@@ -16,7 +16,7 @@ static double two_level_sum(const std::vector<double> &in, unsigned grid)
 	return total[0];
 }
 
-int main()
+TEST_IMPL(reduce)
 {
 	// Integers in doubles: every order of summation gives the exact value.
 	note("two-level block reduction (static __shared__, 8 __syncthreads per block)");

@@ -58,7 +58,7 @@ static void expect_report(const char *what, int status, const std::string &err,
 }
 #endif
 
-int main()
+TEST_IMPL(shared_oob)
 {
 #ifndef HAVE_ASAN
 	std::printf("test_shared_oob: SKIP: needs a build with AddressSanitizer (--enable-sanitizers)\n");

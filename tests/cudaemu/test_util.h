@@ -1,5 +1,6 @@
 // test_util.h: checks and launch helpers shared by the cudaemu self-test
-// drivers (host code; the kernels live in the matching .cu files).
+// drivers (host code; the kernels live in the matching .cu files).  A
+// driver is TEST_IMPL(name), listed in test-list.h and run by run-tests.
 #ifndef CUDAEMU_TEST_UTIL_H
 #define CUDAEMU_TEST_UTIL_H
 
@@ -40,6 +41,9 @@ __attribute__((format(printf, 1, 2))) static inline void note(const char *fmt, .
 		CHECK(launch_status_ == 0, "launch failed (%d): %s", launch_status_,        \
 		      cudaemu::last_error());                                               \
 	} while (0)
+
+// The test function run-tests calls: 0 passed, 1 failed, 77 skipped.
+#define TEST_IMPL(name) extern "C" int run_test_##name(void)
 
 static inline int test_finish(const char *name)
 {

@@ -31,7 +31,7 @@ static bool close_to(float got, double want)
 	return std::fabs(got - want) <= 4 * FLT_EPSILON * std::fmax(std::fabs(want), FLT_MIN);
 }
 
-int main()
+TEST_IMPL(vector)
 {
 	note("vector loads and stores of all 13 vector types (plain and __ldg)");
 	check_copy<float2>("float2");

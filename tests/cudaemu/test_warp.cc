@@ -44,7 +44,7 @@ static void check_sums(const char *type)
 	      "__shfl_xor_sync sums", type, bad_down, bad_xor);
 }
 
-int main()
+TEST_IMPL(warp)
 {
 	note("block reduction from __shfl_down_sync/__shfl_xor_sync warp sums");
 	for (unsigned block : {32u, 64u, 256u, 1024u}) {
