@@ -2,7 +2,7 @@
  * the FIPS 180-4 / NIST vectors, the kw parser, the allocator's size
  * classes, the cache entry trailer, the JIT's memory of failed compiles,
  * the thread pool with a descheduled worker. */
-#include <CUnit/Basic.h>
+#include "../cunit-main.h"
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -315,22 +315,20 @@ static void test_pool_stalled_worker(void)
             CU_ASSERT_EQUAL(atomic_load(&runs[j][t]), 1);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("internal", NULL, NULL);
-    CU_add_test(s, "sha256", test_sha256);
-    CU_add_test(s, "kw", test_kw);
-    CU_add_test(s, "size_classes", test_size_classes);
-    CU_add_test(s, "cache_entry", test_cache_entry);
-    CU_add_test(s, "tool_run", test_tool_run);
-    CU_add_test(s, "jit_failures_cached", test_jit_failures_cached);
-    CU_add_test(s, "pool_stalled_worker", test_pool_stalled_worker);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    nnk_shutdown();
-    return failed ? 1 : 0;
-}
+static const CunitTest tests_internal[] = {
+    {"sha256", test_sha256},
+    {"kw", test_kw},
+    {"size_classes", test_size_classes},
+    {"cache_entry", test_cache_entry},
+    {"tool_run", test_tool_run},
+    {"jit_failures_cached", test_jit_failures_cached},
+    {"pool_stalled_worker", test_pool_stalled_worker},
+    {NULL},
+};
+
+static const CunitSuite suites[] = {
+    {"internal", tests_internal},
+    {NULL},
+};
+
+const CunitProgram cunit_program = {suites, NULL, nnk_shutdown};

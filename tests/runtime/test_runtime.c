@@ -6,7 +6,7 @@
  * Every test leaves no object alive; main() checks with valgrind-friendly
  * teardown (nnk_shutdown). NNK_CACHE_DIR points into a temporary directory. */
 #define _GNU_SOURCE
-#include <CUnit/Basic.h>
+#include "../cunit-main.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1551,46 +1551,45 @@ static void test_inplace(void)
     nnk_module_free(m);
 }
 
-int main(void)
+static void setup(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/nnk-test-runtime-%ld", (long)getpid());
     mkdir(tmpdir, 0700);
     fresh_cache("jit");
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    CU_pSuite s = CU_add_suite("runtime", NULL, NULL);
-    CU_add_test(s, "errors", test_errors);
-    CU_add_test(s, "extensions", test_extensions);
-    CU_add_test(s, "contexts", test_contexts);
-    CU_add_test(s, "arrays", test_arrays);
-    CU_add_test(s, "conversions", test_conversions);
-    CU_add_test(s, "allocator", test_allocator);
-    CU_add_test(s, "abi_saxpy", test_abi_saxpy);
-    CU_add_test(s, "abi_reductions", test_abi_reductions);
-    CU_add_test(s, "backends", test_backends);
-    CU_add_test(s, "jit_caches", test_jit_caches);
-    CU_add_test(s, "jit_errors", test_jit_errors);
-    CU_add_test(s, "fork_compile", test_fork_compile);
-    CU_add_test(s, "threads", test_threads);
-    CU_add_test(s, "module", test_module);
-    CU_add_test(s, "determinism", test_determinism);
-    CU_add_test(s, "jit_fn", test_jit_fn);
-    CU_add_test(s, "jit_fn_stored_readback", test_jit_fn_stored_readback);
-    CU_add_test(s, "lazy_generic", test_lazy_generic);
-    CU_add_test(s, "inplace", test_inplace);
-    /* NNK_TEST_ONLY=name runs one test (valgrind.sh picks a subset) */
-    const char *only = getenv("NNK_TEST_ONLY");
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    if (only) {
-        CU_pTest t = CU_get_test(s, only);
-        if (t)
-            CU_basic_run_test(s, t);
-    } else {
-        CU_basic_run_tests();
-    }
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
+}
+
+static void teardown(void)
+{
     nnk_shutdown();
     run_cmd("chmod -R u+w '%1$s' 2>/dev/null; rm -rf '%1$s'", tmpdir);
-    return failed ? 1 : 0;
 }
+
+static const CunitTest tests_runtime[] = {
+    {"errors", test_errors},
+    {"extensions", test_extensions},
+    {"contexts", test_contexts},
+    {"arrays", test_arrays},
+    {"conversions", test_conversions},
+    {"allocator", test_allocator},
+    {"abi_saxpy", test_abi_saxpy},
+    {"abi_reductions", test_abi_reductions},
+    {"backends", test_backends},
+    {"jit_caches", test_jit_caches},
+    {"jit_errors", test_jit_errors},
+    {"fork_compile", test_fork_compile},
+    {"threads", test_threads},
+    {"module", test_module},
+    {"determinism", test_determinism},
+    {"jit_fn", test_jit_fn},
+    {"jit_fn_stored_readback", test_jit_fn_stored_readback},
+    {"lazy_generic", test_lazy_generic},
+    {"inplace", test_inplace},
+    {NULL},
+};
+
+static const CunitSuite suites[] = {
+    {"runtime", tests_runtime},
+    {NULL},
+};
+
+const CunitProgram cunit_program = {suites, setup, teardown};

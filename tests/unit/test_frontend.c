@@ -3,7 +3,7 @@
 #include "nnkc.h"
 #include "parser.h"
 
-#include <CUnit/Basic.h>
+#include "../cunit-main.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,40 +493,59 @@ static void test_api_module(void)
     nnkc_module_free(m);
 }
 
-int main(void)
-{
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite lexer = CU_add_suite("lexer", NULL, NULL);
-    CU_add_test(lexer, "tokens", test_lexer_tokens);
-    CU_add_test(lexer, "values and ranges", test_lexer_values_and_ranges);
-    CU_add_test(lexer, "errors", test_lexer_errors);
-    CU_add_test(lexer, "NUL bytes", test_lexer_nul);
-    CU_pSuite parser = CU_add_suite("parser", NULL, NULL);
-    CU_add_test(parser, "precedence", test_parser_precedence);
-    CU_add_test(parser, "ternary and unary", test_parser_ternary_and_unary);
-    CU_add_test(parser, "error recovery", test_parser_recovers);
-    CU_add_test(parser, "ranges", test_parser_ranges);
-    CU_pSuite types = CU_add_suite("types and folding", NULL, NULL);
-    CU_add_test(types, "promotion table", test_promotion_table);
-    CU_add_test(types, "integer folding", test_fold_integers);
-    CU_add_test(types, "conversions", test_fold_conversions);
-    CU_add_test(types, "builtins", test_fold_builtins);
-    CU_add_test(types, "f16 round trip", test_f16_roundtrip);
-    CU_pSuite sema = CU_add_suite("sema", NULL, NULL);
-    CU_add_test(sema, "types", test_sema_types);
-    CU_add_test(sema, "generics", test_sema_generics);
-    CU_add_test(sema, "errors", test_sema_errors);
-    CU_add_test(sema, "consts", test_sema_fold_consts);
-    CU_pSuite ir = CU_add_suite("ir", NULL, NULL);
-    CU_add_test(ir, "cse and phases", test_ir_cse_and_phases);
-    CU_add_test(ir, "folding", test_ir_folding);
-    CU_add_test(ir, "verifier", test_ir_verify);
-    CU_pSuite api = CU_add_suite("api", NULL, NULL);
-    CU_add_test(api, "module", test_api_module);
-    CU_basic_set_mode(CU_BRM_NORMAL);
-    CU_basic_run_tests();
-    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
-}
+static const CunitTest tests_lexer[] = {
+    {"tokens", test_lexer_tokens},
+    {"values and ranges", test_lexer_values_and_ranges},
+    {"errors", test_lexer_errors},
+    {"NUL bytes", test_lexer_nul},
+    {NULL},
+};
+
+static const CunitTest tests_parser[] = {
+    {"precedence", test_parser_precedence},
+    {"ternary and unary", test_parser_ternary_and_unary},
+    {"error recovery", test_parser_recovers},
+    {"ranges", test_parser_ranges},
+    {NULL},
+};
+
+static const CunitTest tests_types[] = {
+    {"promotion table", test_promotion_table},
+    {"integer folding", test_fold_integers},
+    {"conversions", test_fold_conversions},
+    {"builtins", test_fold_builtins},
+    {"f16 round trip", test_f16_roundtrip},
+    {NULL},
+};
+
+static const CunitTest tests_sema[] = {
+    {"types", test_sema_types},
+    {"generics", test_sema_generics},
+    {"errors", test_sema_errors},
+    {"consts", test_sema_fold_consts},
+    {NULL},
+};
+
+static const CunitTest tests_ir[] = {
+    {"cse and phases", test_ir_cse_and_phases},
+    {"folding", test_ir_folding},
+    {"verifier", test_ir_verify},
+    {NULL},
+};
+
+static const CunitTest tests_api[] = {
+    {"module", test_api_module},
+    {NULL},
+};
+
+static const CunitSuite suites[] = {
+    {"lexer", tests_lexer},
+    {"parser", tests_parser},
+    {"types and folding", tests_types},
+    {"sema", tests_sema},
+    {"ir", tests_ir},
+    {"api", tests_api},
+    {NULL},
+};
+
+const CunitProgram cunit_program = {suites, NULL, NULL};
