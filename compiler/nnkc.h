@@ -2,12 +2,14 @@
  * includes, is the part the runtime uses).
  *
  * Each section names the file that defines what it declares.  The compiler
- * is a pipeline: source -> lexer (grammar/lexer.re) -> parser
- * (grammar/parser.y) -> AST (ast.c), every import loaded (load.c) -> sema
- * (sema.c, types.c, fold.c) ->
- * IR (lower.c, ir.c) -> emitters (emit_c.c, emit_cuda.c) filling
- * templates (template.c).  Everything the compiler allocates lives in one
- * arena per Compiler and is freed in one go by nnkc_free().
+ * is a pipeline, nnkc_compile (compiler.c) up to the IR: source -> lexer
+ * (grammar/lexer.re) -> parser (grammar/parser.y) -> AST (ast.c), every
+ * import loaded (load.c) -> sema (sema.c, types.c, fold.c, names.c) -> IR
+ * (lower.c, verify.c, ir.c) -> emitters (emit.c shared; emit_c.c,
+ * emit_cuda.c, emit_opencl.c, fatobj.c) filling templates (template.c).
+ * The lists are X-macro tables: types.def, ops.def, builtins.def,
+ * names.def.  Everything the compiler allocates lives in one arena per
+ * Compiler and is freed in one go by nnkc_free().
  */
 #ifndef NNKC_H
 #define NNKC_H
