@@ -9,7 +9,9 @@
 #      apps, which run and check themselves;
 #   2. just in time: samples/jit/jit_demo (libnnk) compiles kernels from
 #      strings at run time, when it has been built;
-#   3. Python: samples/python_demo.py with the build tree's nnk package
+#   3. OpenCL: samples/opencl/opencl_demo runs one kernel on the opencl
+#      extension's first device (PoCL here), or says why there is none;
+#   4. Python: samples/python_demo.py with the build tree's nnk package
 #      (python/stage), when configure built it ($PYTHON, else /usr/bin/python3).
 #
 # Without autoreconf (a release tarball on a machine without Autotools),
@@ -83,6 +85,17 @@ if [ -x "$jit" ]; then
 else
     echo "(not built: $jit; the JIT half of the demo needs the runtime library)"
 fi
+banner "OpenCL: samples/opencl/opencl_demo (the JIT on the opencl extension's device)"
+ocl=$builddir/samples/opencl/opencl_demo
+if [ -x "$ocl" ]; then
+    # the extension of this build tree; PoCL's own kernel cache beside the demo
+    NNK_EXTENSION_PATH="$builddir/.libs${NNK_EXTENSION_PATH:+:$NNK_EXTENSION_PATH}" \
+        POCL_CACHE_DIR="${POCL_CACHE_DIR:-$work/pocl-cache}" "$ocl" >"$work/opencl.out" 2>&1 || status=1
+    cat "$work/opencl.out"
+    grep -q '^softmax of .* on opencl' "$work/opencl.out" && ocl_ran=1
+else
+    echo "(not built: $ocl)"
+fi
 banner "python: samples/python_demo.py (the nnk package: ext_utils, a jiterator function, a module)"
 PY=${PYTHON:-/usr/bin/python3}
 if [ ! -e "$builddir/python/stage/nnk/_nnk.so" ]; then
@@ -109,6 +122,12 @@ fi
 if [ -n "${py_ran:-}" ]; then
     echo "python: python_demo.py drove the same libnnk through the nnk package (its C extension"
     echo "  module): the extensions, a jiterator function and a module, on the cpu context"
+fi
+if [ -n "${ocl_ran:-}" ]; then
+    echo "OpenCL: opencl_demo compiled softmax to OpenCL C, built it with the OpenCL driver and ran it"
+    echo "  on the opencl extension's device 0 (arrays there), then on cpu for comparison"
+elif [ -x "$ocl" ]; then
+    echo "OpenCL: nothing ran on opencl (no device; opencl_demo said why)"
 fi
 echo "(GPU code: nnkc -c without --no-cuda adds a fatbin; docs/cuda-backend.md)"
 banner "demo: $( [ $status = 0 ] && echo ok || echo FAILED )"

@@ -21,6 +21,9 @@ NNK_EXTENSION_PATH="$top_builddir/.libs"
 POCL_CACHE_DIR="$top_builddir/tests/opencl/pocl-cache"
 NNK_CACHE_DIR="$tmp/cache"
 export NNK_EXTENSION_PATH POCL_CACHE_DIR NNK_CACHE_DIR
+# under the sanitizers: what PoCL and LLVM keep until exit is theirs
+LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/opencl/lsan.supp"
+export LSAN_OPTIONS
 rc=0
 "$t" main || rc=$?
 [ $rc -eq 0 ] || exit $rc
