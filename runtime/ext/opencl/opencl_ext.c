@@ -1375,6 +1375,14 @@ static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, c
     cl.alloc = lc_alloc;
     cl.release = lc_release;
     cl.num_sms = S->devs[device].units > 0 ? (int)S->devs[device].units : 16;
+    /* A grid of a few groups per compute unit suits a GPU, whose items of
+     * a grid-stride loop touch neighbouring addresses at each step.  A CPU
+     * device (PoCL) runs a group's items one after the other, each through
+     * its whole loop: strides of the grid's size make every step a cache
+     * miss.  There a work-item per element (no cap) keeps each group on a
+     * contiguous range. */
+    if (S->devs[device].type & CL_DEVICE_TYPE_CPU)
+        cl.max_grid = (unsigned)1 << 30;
     cl.block = NNK_CL_GROUP; /* dispatch.c's block: the work-group kernels' local size */
     cl.force = S->force;
     int rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &cl, err, sizeof err);
