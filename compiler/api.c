@@ -95,6 +95,7 @@ static void reflect(NnkcModule *m)
             pi->output = out;
             pi->reduced = out && !pa->ty.tensor;
             pi->inout = pa->inout || pa->inout_of;
+            pi->raw = pa->raw;
             pi->typevar = -1;
             pi->type = pa->ty.scalar;
             for (int g = 0; g < ki->ngenerics && pa->ty.scalar == T_NONE; g++)

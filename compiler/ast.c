@@ -241,6 +241,13 @@ Param *ast_param(Compiler *c, Token name, TypeRef *ty, Expr *dflt)
     return p;
 }
 
+Expr *ast_index(Compiler *c, Token name, List *indices, Token rbracket)
+{
+    Expr *e = ast_call(c, name, indices, rbracket);
+    e->kind = E_INDEX;
+    return e;
+}
+
 Param *ast_param_mod(Compiler *c, Token mod, Token name, TypeRef *ty)
 {
     Param *p = ast_param(c, name, ty, NULL);
@@ -443,6 +450,21 @@ void ast_dump_expr(const Expr *e, Buf *out)
         }
         buf_puts(out, ")");
         break;
+    case E_INDEX: case E_RAWLOAD:
+        if (e->kind == E_INDEX)
+            buf_puts(out, e->name);
+        else
+            buf_printf(out, "$%d", e->index);
+        buf_puts(out, "[");
+        for (int i = 0; i < e->args.n; i++) {
+            if (i)
+                buf_puts(out, ", ");
+            ast_dump_expr(e->args.items[i], out);
+        }
+        buf_puts(out, "]");
+        break;
+    case E_RAWSHAPE: buf_printf(out, "shape($%d, %d)", e->index, e->op); break;
+    case E_DIMIDX: buf_printf(out, "index(%d)", e->op); break;
     case E_LAMBDA:
         buf_puts(out, "|");
         for (int i = 0; i < e->args.n; i++) {

@@ -240,6 +240,35 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     case IR_IDX:
         buf_puts(out, ac->idx);
         break;
+    case IR_RAWIX: case IR_RAWLD: case IR_RAWSHAPE: case IR_DIMIDX: {
+        /* raw parameters and index(d) read the plan (c/prelude.tmpl): an
+         * index out of range sets the plan's range error and reads no memory */
+        const char *p = ac->plan ? ac->plan : "p";
+        Buf a = {0};
+        if (n->a >= 0)
+            emit_ref(ac, n->a, &a);
+        if (n->op == IR_RAWIX && n->sub == RAW_FLAT)
+            buf_printf(out, "nnk_raw_flat_(%s, %d, %s)", p, n->aux, a.data);
+        else if (n->op == IR_RAWIX)
+            buf_printf(out, "nnk_raw_at_(%s, %d, %d, %d, %s)", p, n->aux, n->sub, (int)n->value.v.i, a.data);
+        else if (n->op == IR_RAWSHAPE)
+            buf_printf(out, "nnk_raw_shape_(%s, %d, %d)", p, n->aux, n->sub);
+        else if (n->op == IR_DIMIDX)
+            buf_printf(out, "nnk_index_(%s, %d, %s)", p, n->sub, ac->idx);
+        else {
+            Type st = ac->k->raw_storage[n->aux], t = (Type)n->type;
+            Buf acc = {0};
+            buf_printf(&acc, "((const %s *)%s->raw[%d].data)[%s]", stype(st), p, n->aux, a.data);
+            buf_printf(out, "(%s->raw[%d].size ? ", p, n->aux);
+            emit_load(st, t, acc.data, out);
+            buf_puts(out, " : ");
+            emit_literal(value_cast(value_int(T_I64, 0), t), t, out);
+            buf_puts(out, ")");
+            buf_free(&acc);
+        }
+        buf_free(&a);
+        break;
+    }
     case IR_N:
         buf_puts(out, ac->n);
         break;
@@ -538,6 +567,21 @@ void emit_operands_init(EmitOperands *o, const Instance *in)
         o->name[o->nops] = p->name;
         o->nops++;
     }
+}
+
+bool emit_plan_reads_supported(Compiler *c, const List *instances, const char *target)
+{
+    bool ok = true;
+    for (int i = 0; i < instances->n; i++) {
+        const Instance *in = instances->items[i];
+        if (ir_reads_plan(in->ir)) {
+            diag_error(c, in->kernel->name_range,
+                       "'%s' reads raw parameters or index(d), which the %s back end does not have yet; run it on the "
+                       "cpu backend (C)", in->display, target);
+            ok = false;
+        }
+    }
+    return ok;
 }
 
 /* Types in the public signatures: f16 and bf16 by their typedef names. */

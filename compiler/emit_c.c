@@ -48,6 +48,7 @@ typedef struct Gen {
 typedef struct Need {
     uint8_t *in;                /* per node */
     bool idx, n, red;           /* reads idx, n, reducer results */
+    bool plan;                  /* reads the plan (raw parameters, index(d)) */
     bool any_elem;              /* has per-element nodes */
     uint8_t loads[MAXOPS];      /* operands it loads */
     uint8_t scalars[MAXOPS];    /* scalar parameters it reads */
@@ -67,6 +68,8 @@ static void need_scan(const IrKernel *k, Need *nd, int stop)
         }
         switch ((IrOp)n->op) {
         case IR_IDX: nd->idx = true; break;
+        case IR_DIMIDX: nd->idx = nd->plan = true; break;
+        case IR_RAWIX: case IR_RAWLD: case IR_RAWSHAPE: nd->plan = true; break;
         case IR_N: nd->n = true; break;
         case IR_RED: nd->red = true; break;
         case IR_LOAD: nd->loads[n->aux] = 1; break;
@@ -247,6 +250,8 @@ static void desc_params(const Gen *g, TDict *d)
             buf_puts(&f, " | NNK_PARAM_REDUCED");
         if (p->inout)
             buf_puts(&f, " | NNK_PARAM_INOUT");
+        if (!out && p->raw)
+            buf_puts(&f, " | NNK_PARAM_RAW");
         if (p->has_default)
             buf_puts(&f, " | NNK_PARAM_DEFAULT");
         tset(e, "pflags", f.data);
@@ -304,11 +309,20 @@ static void scalar_lists(const Gen *g, TDict *d)
     tset(d, "fill_scalars", fill.data ? fill.data : "");
     buf_free(&fill);
 
-    Buf v = {0}, red = {0}, sp = {0};
+    Buf v = {0}, red = {0}, sp = {0}, raw = {0}, rawskip = {0};
     for (int op = 0; op < g->nops; op++) {
         buf_printf(&v, "%s%s", op ? ", " : "", c_param(g, g->op_name[op]));
-        buf_printf(&red, "%s%d", op ? ", " : "", g->op_reduced[op]);
+        int slot = 0;
+        for (int r = 0; r < g->k->nraw; r++)
+            if (g->k->raw_operand[r] == op)
+                slot = r + 1;
+        /* (a raw input is "reduced" for nnk_plan_build: not in the iteration space) */
+        buf_printf(&red, "%s%d", op ? ", " : "", g->op_reduced[op] || slot > 0);
+        buf_printf(&raw, "%s%d", op ? ", " : "", slot);
+        buf_printf(&rawskip, "%s%d", op ? ", " : "", slot > 0);
     }
+    tset(d, "raw_list", raw.data ? bufstr(g->c, &raw) : "0");
+    tset(d, "raw_skip_list", rawskip.data ? bufstr(g->c, &rawskip) : "0");
     /* strided entry: scalars by value, then views, in declaration order */
     int first = 1;
     for (int i = 0; i < g->in->nparams; i++, first = 0) {
@@ -475,6 +489,15 @@ static void elementwise(const Gen *g, TDict *d)
     /* parameter and argument lists: idx, used scalars, used operands */
     Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, ptrs = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0},
         bset = {0}, bargs = {0}, bchunk = {0}, zla = {0};
+    if (nd.plan) { /* raw parameters and index(d) read the plan itself */
+        buf_puts(&cp, ", const nnk_plan *p");
+        buf_puts(&spp, ", const nnk_plan *p");
+        buf_puts(&zero, ", p");
+        buf_puts(&zla, ", p");
+        buf_puts(&rca, ", p");
+        buf_puts(&rsa, ", p");
+        buf_puts(&bargs, ", p");
+    }
     if (nd.idx) {
         buf_puts(&cp, ", int64_t idx0");
         buf_puts(&spp, ", int64_t idx0, int64_t idxs");
@@ -589,8 +612,9 @@ static void elementwise(const Gen *g, TDict *d)
             }
         }
         tset(d, "api_overlap", ap.len ? bufstr(g->c, &ap) : "0");
-        /* an inout parameter is its own output: never the restrict loops */
-        bool inout = false;
+        /* an inout parameter is its own output: never the restrict loops;
+         * index(d) reads the plan: through NAME_strided too */
+        bool inout = nd.plan;
         for (int i = 0; i < g->in->nouts; i++)
             inout |= g->in->outs[i].inout;
         tbool(d, "api_inout", inout);
@@ -1673,6 +1697,13 @@ static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *o
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};
+    bool uses_raw = false;
+    for (int i = 0; i < instances->n; i++) {
+        const Instance *in = instances->items[i];
+        /* the prelude's helpers of raw parameters and index(d) */
+        uses_raw |= ir_reads_plan(in->ir);
+    }
+    tbool(d, "uses_raw", uses_raw);
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);

@@ -360,6 +360,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
+    if (!emit_plan_reads_supported(c, instances, "CUDA"))
+        return;
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};

@@ -274,6 +274,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
+    if (!emit_plan_reads_supported(c, instances, "OpenCL"))
+        return;
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};

@@ -50,6 +50,14 @@ void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *op
     tset(e, "display", in->display);
     tbool(e, "elementwise", !in->reduction);
     tbool(e, "reduction", in->reduction);
+    /* a raw parameter is read by index against its own shape: no
+     * contiguous entry points (NAME, NAME_cuda), which know only n */
+    bool raw = false, reads_plan = ir_reads_plan(in->ir);
+    for (int i = 0; i < in->nparams; i++)
+        raw |= in->params[i].raw;
+    /* NAME_strided: raw views and the range error (index(d) reports one too) */
+    tbool(e, "has_raw", raw || reads_plan);
+    tbool(e, "contig_api", !raw);
     tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
     for (int i = 0; i < in->nparams + in->nouts; i++) {
         bool out = i >= in->nparams;

@@ -59,6 +59,15 @@ static void dump_node(const IrKernel *k, int i, Buf *out)
         if (n->aux >= 2) /* a tuple state's component */
             buf_printf(out, "%d", n->aux / 2);
         break;
+    case IR_RAWIX:
+        if (n->sub == RAW_FLAT)
+            buf_printf(out, "raw#%d.flat(%%%d)", n->aux, n->a);
+        else
+            buf_printf(out, "raw#%d.dim%d(%%%d) of %lld", n->aux, n->sub, n->a, (long long)n->value.v.i);
+        break;
+    case IR_RAWLD: buf_printf(out, "raw#%d[%%%d]", n->aux, n->a); break;
+    case IR_RAWSHAPE: buf_printf(out, "shape(raw#%d, %d)", n->aux, n->sub); break;
+    case IR_DIMIDX: buf_printf(out, "index(%d)", n->sub); break;
     case IR_UNARY: buf_printf(out, "%s%%%d", op_info[n->sub].tok, n->a); break;
     case IR_BINARY: buf_printf(out, "%%%d %s %%%d", n->a, op_info[n->sub].tok, n->b); break;
     case IR_SELECT: buf_printf(out, "%%%d ? %%%d : %%%d", n->a, n->b, n->c); break;
@@ -124,4 +133,12 @@ void ir_dump(const IrKernel *k, Buf *out)
             buf_printf(out, " (stored as %s)", type_name(o->storage));
         buf_puts(out, in->reduction ? (o->tensor ? "  (epilogue, full shape)\n" : "  (reduced shape)\n") : "\n");
     }
+}
+
+bool ir_reads_plan(const IrKernel *k)
+{
+    for (int i = 0; k && i < k->nnodes; i++)
+        if (k->nodes[i].op >= IR_RAWIX && k->nodes[i].op <= IR_DIMIDX)
+            return true;
+    return false;
 }

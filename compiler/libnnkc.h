@@ -19,6 +19,7 @@ enum {
     NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */
     NNKC_MAX_DIMS = 16,      /* tensor rank (runtime and NAME_strided) */
     NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */
+    NNKC_MAX_RAW = 8,        /* raw parameters of a kernel (abi.h's NNK_MAX_RAW) */
     NNKC_MAX_TUPLE = 8,      /* values in the state of one reduce() */
 };
 
@@ -109,6 +110,7 @@ typedef struct NnkcParamInfo {
     bool has_default;
     Value dflt;        /* as written: may be a literal (T_WINT / T_WFLOAT) */
     bool inout;        /* an inout parameter, or (output) the output it adds: one array for both */
+    bool raw;          /* a raw (indexed) tensor parameter */
 } NnkcParamInfo;
 
 typedef struct NnkcKernelInfo {

@@ -563,6 +563,36 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         n.level = p->tensor ? L_ELEM : L_UNIFORM;
         return intern_node(L, n);
     }
+    case E_RAWLOAD: {
+        /* the offset: one checked term per index (a flat index: one term) */
+        const InstParam *p = &L->k->inst->params[e->index];
+        int32_t off = -1;
+        for (int i = 0; i < e->args.n; i++) {
+            IrNode n = blank(IR_RAWIX, T_I64);
+            n.a = lower(L, e->args.items[i]);
+            n.aux = p->raw_slot;
+            n.sub = e->args.n == 1 ? RAW_FLAT : (uint16_t)i;
+            n.value = value_int(T_I64, e->args.n);
+            derive(L, &n);
+            if (n.level < L_UNIFORM)
+                n.level = L_UNIFORM;
+            int32_t term = intern_node(L, n);
+            off = off < 0 ? term : ir_binary(L, BIN_ADD, T_I64, off, term);
+        }
+        IrNode n = blank(IR_RAWLD, p->type);
+        n.a = off;
+        n.aux = p->raw_slot;
+        derive(L, &n);
+        return intern_node(L, n);
+    }
+    case E_RAWSHAPE:
+    case E_DIMIDX: {
+        IrNode n = blank(e->kind == E_RAWSHAPE ? IR_RAWSHAPE : IR_DIMIDX, T_I64);
+        n.aux = e->kind == E_RAWSHAPE ? L->k->inst->params[e->index].raw_slot : -1;
+        n.sub = e->op;
+        n.level = e->kind == E_RAWSHAPE ? L_UNIFORM : L_ELEM;
+        return intern_node(L, n);
+    }
     case E_IDX:
     case E_N: {
         IrNode n = blank(e->kind == E_IDX ? IR_IDX : IR_N, T_I64);
@@ -636,6 +666,11 @@ IrKernel *lower_instance(Compiler *c, Instance *in)
     L.tensor_index = arena_alloc(c->arena, sizeof(int) * (size_t)(in->nparams + 1));
     int ns = 0, nt = 0;
     for (int i = 0; i < in->nparams; i++) {
+        if (in->params[i].raw && k->nraw < NNKC_MAX_RAW) {
+            k->raw_operand[k->nraw] = nt;
+            k->raw_storage[k->nraw] = in->params[i].storage;
+            k->raw_type[k->nraw++] = in->params[i].type;
+        }
         if (in->params[i].tensor)
             L.tensor_index[i] = nt++;
         else

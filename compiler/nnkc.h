@@ -279,6 +279,7 @@ typedef enum {
     E_ERROR, E_INT, E_FLOAT, E_BOOL, E_NAME, E_IDX, E_N,
     E_UNARY, E_BINARY, E_COND, E_CALL, E_LAMBDA,
     E_TUPLE,   /* (a, b, ...): only reduce()'s state, identity and combine */
+    E_INDEX,   /* x[i] or x[i, j, ...]: `name`, the indices in `args` */
     /* made by sema in the typed tree of an instance */
     E_PARAM,   /* kernel parameter `index` (tensor element or scalar) */
     E_LPARAM,  /* reduce() lambda parameter `index`: 2 * component + (0 for a, 1 for b) */
@@ -288,6 +289,9 @@ typedef enum {
                   state's component `index`, with args = arg, identity, combine of
                   every component in turn */
     E_CONST,   /* a folded constant in `value` */
+    E_RAWLOAD, /* raw parameter `index` read at args (i64; one: flat, else per dimension) */
+    E_RAWSHAPE,/* shape(x, d): raw parameter `index`, d in `op` */
+    E_DIMIDX,  /* index(d): the iteration index along dimension `op` */
 } ExprKind;
 
 /* E_CAST flags: reported by -Wconversion; a weak value taking the type
@@ -339,6 +343,7 @@ typedef struct Param {
     const char *mod;        /* the word before the name ("inout"), checked by sema; or NULL */
     Range mod_range;
     bool inout;             /* sema: a parameter read and written at the same position */
+    bool raw;               /* sema: a raw (indexed) tensor parameter */
     struct Param *inout_of; /* sema: on the output it adds, the inout parameter */
 } Param;
 
@@ -390,6 +395,7 @@ Expr *ast_unary(Compiler *c, Token op, Expr *a);
 Expr *ast_binary(Compiler *c, Expr *a, Token op, Expr *b);
 Expr *ast_cond(Compiler *c, Expr *cond, Expr *a, Expr *b);
 Expr *ast_call(Compiler *c, Token callee, List *args, Token rparen);
+Expr *ast_index(Compiler *c, Token name, List *indices, Token rbracket); /* x[i, j] */
 Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp);
 Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body);
 Expr *ast_tuple_lambda(Compiler *c, Token open, List *a, List *b, Expr *body); /* |(a1, a2), (b1, b2)| e */
@@ -445,6 +451,8 @@ typedef struct InstParam {
     bool has_default;
     Value dflt;
     bool inout;    /* an inout parameter, or the output it adds (same name, same array) */
+    bool raw;      /* a raw (indexed) tensor parameter: not broadcast, read by index */
+    int raw_slot;  /* its place among the raw parameters (nnk_plan.raw) */
 } InstParam;
 
 /* A checked kernel instance: the typed tree of every output. */
@@ -481,8 +489,15 @@ Item *sema_find_kernel(Compiler *c, const char *name);
 typedef enum {
     IR_CONST, IR_SCALAR, IR_LOAD, IR_IDX, IR_N, IR_UNARY, IR_BINARY,
     IR_SELECT, IR_CAST, IR_CALL, IR_RED, IR_LPARAM,
+    /* raw parameters (aux: the raw slot, nnk_plan.raw): */
+    IR_RAWIX,    /* a checked index a times the stride of dimension `sub` (RAW_FLAT: a flat
+                    index's offset); value.v.i: the number of indices (the rank it needs) */
+    IR_RAWLD,    /* the element at offset a (i64, from IR_RAWIX sums) */
+    IR_RAWSHAPE, /* shape(x, sub) */
+    IR_DIMIDX,   /* index(sub): the iteration index along dimension sub */
 } IrOp;
-#define IR_NOPS (IR_LPARAM + 1)
+#define IR_NOPS (IR_DIMIDX + 1)
+enum { RAW_FLAT = 0xFFFF };
 
 /* Where a value varies, innermost last: emitters hoist by level. */
 typedef enum { L_CONST, L_UNIFORM, L_ROW, L_ELEM, L_LAMBDA } IrLevel;
@@ -534,12 +549,18 @@ typedef struct IrKernel {
     int nouts;
     int nloads;      /* tensor parameters (operands 0..nloads-1; outputs follow) */
     int nscalars;    /* scalar parameters (nnk_plan.scalars order) */
+    int nraw;        /* raw parameters (nnk_plan.raw order) */
+    int32_t raw_operand[NNKC_MAX_RAW]; /* the operand of each (its data pointer) */
+    Type raw_storage[NNKC_MAX_RAW], raw_type[NNKC_MAX_RAW];
     void *cse;       /* hash table, lower.c */
 } IrKernel;
 
 /* Lowers and verifies (ir_verify): check c's errors before emitting. */
 IrKernel *lower_instance(Compiler *c, Instance *in);
 void ir_count_uses(IrKernel *k);
+/* Whether k reads raw parameters or index(d): its code reads the plan's
+ * raw views, iteration shape and range error (ir.c). */
+bool ir_reads_plan(const IrKernel *k);
 /* verify.c: the invariants the emitters rely on (every value of a concrete
  * scalar type, operands before users and of the types their operator
  * takes, indices in range).  A broken one is an internal error reported
@@ -563,6 +584,7 @@ typedef struct EmitAccess {
     const char *idx;      /* the flat index, an int64_t expression */
     const char *n;        /* the reduced element count */
     const char *red_fmt;  /* printf format of reducer #%d's value */
+    const char *plan;     /* the nnk_plan pointer (raw parameters, index(d)); NULL: "p" */
     const void *user;
 } EmitAccess;
 
@@ -641,6 +663,10 @@ typedef struct EmitOptions {
 const char *emit_comment_text(Compiler *c, const char *s);
 typedef struct TDict TDict;
 void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt);
+/* Raw parameters and index(d) exist in the C back end only: an error at
+ * each kernel of `instances` that uses them, for the back end `target`
+ * ("CUDA"); true when there is none. */
+bool emit_plan_reads_supported(Compiler *c, const List *instances, const char *target);
 
 /* The C translation unit for `instances` (Instance* with ir lowered). */
 void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);

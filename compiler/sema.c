@@ -896,6 +896,8 @@ static void unknown_function(Ctx *x, Expr *e)
         diag_error(x->c, e->name_range, "unknown function '%s'", e->name);
 }
 
+static Expr *check_dim_call(Ctx *x, Expr *e);
+
 static Expr *check_call(Ctx *x, Expr *e)
 {
     Type ct = type_lookup(e->name, strlen(e->name));
@@ -931,6 +933,10 @@ static Expr *check_call(Ctx *x, Expr *e)
     Item *f = global(x, e->name);
     if (f && f->kind == I_FUNC && !lookup(x, e->name))
         return check_func_call(x, e, f);
+    /* shape(x, d) and index(d): after the funcs, so that a func of either
+     * name (valid before they existed) keeps its meaning */
+    if (strcmp(e->name, "shape") == 0 || strcmp(e->name, "index") == 0)
+        return check_dim_call(x, e);
     unknown_function(x, e);
     for (int i = 0; i < e->args.n; i++)
         check(x, e->args.items[i]); /* errors inside the arguments too */
@@ -938,6 +944,125 @@ static Expr *check_call(Ctx *x, Expr *e)
 }
 
 static Expr *check_const_item(Compiler *c, Item *it);
+
+/* The raw parameter a name in x[...] or shape(x, d) names, or -1 after an error. */
+static int raw_param(Ctx *x, const char *name, Range at, const char *use)
+{
+    Binding *b = lookup(x, name);
+    if (b && b->kind == BIND_PARAM && x->inst && x->inst->params[b->value->index].raw)
+        return b->value->index;
+    if (b && b->kind == BIND_PARAM && x->inst && x->inst->params[b->value->index].tensor) {
+        diag_error(x->c, at, "%s needs a raw parameter, but '%s' is a tensor that broadcasts", use, name);
+        diag_note(x->c, b->decl, "declare it 'raw %s: ...' to read it by index", name);
+    } else if (b) {
+        diag_error(x->c, at, "%s needs a raw parameter, but '%s' is %s", use, name,
+                   b->kind == BIND_LET ? "a let binding" : b->kind == BIND_OUT ? "an output" : "a scalar");
+    } else if (!x->kernel) {
+        diag_error(x->c, at, "%s is only defined inside a kernel (of its raw parameters)", use);
+    } else {
+        diag_error(x->c, at, "unknown name '%s'; %s needs a raw parameter of '%s'", name, use, x->kernel->name);
+    }
+    return -1;
+}
+
+/* A dimension d of shape(x, d) or index(d): an integer constant in [0, NNKC_MAX_DIMS). */
+static bool dim_arg(Ctx *x, Expr *a, int *d)
+{
+    Expr *v = check(x, a);
+    if (is_err(v))
+        return false;
+    if (!is_const(v) || !(type_is_int((Type)v->type) || v->type == T_WINT)) {
+        diag_error(x->c, a->range, "a dimension is an integer constant (0 for the first)");
+        return false;
+    }
+    int64_t n = v->value.v.i;
+    if (type_info[v->type < T_NSCALAR ? v->type : T_I64].cls == CLASS_UINT)
+        n = v->value.v.u > (uint64_t)INT64_MAX ? -1 : (int64_t)v->value.v.u;
+    if (n < 0 || n >= NNKC_MAX_DIMS) {
+        diag_error(x->c, a->range, "dimension %lld is out of range (arrays have at most %d dimensions)", (long long)n,
+                   NNKC_MAX_DIMS);
+        return false;
+    }
+    *d = (int)n;
+    return true;
+}
+
+/* shape(x, d): the extent of raw parameter x along d; index(d): the
+ * element's index along dimension d of the iteration space. */
+static Expr *check_dim_call(Ctx *x, Expr *e)
+{
+    bool shape = e->name[0] == 's';
+    int want = shape ? 2 : 1;
+    if (e->args.n != want) {
+        arity_error(x, e, shape ? "'shape'" : "'index'", want, want);
+        return mk_error(x, e->range);
+    }
+    if (x->in_combine) {
+        diag_error(x->c, e->range, "'%s' inside the combine function of reduce()", e->name);
+        return mk_error(x, e->range);
+    }
+    int p = -1, d = 0;
+    if (shape) {
+        Expr *xa = e->args.items[0];
+        if (xa->kind != E_NAME) {
+            diag_error(x->c, xa->range, "shape(x, d) takes the name of a raw parameter first");
+            return mk_error(x, e->range);
+        }
+        p = raw_param(x, xa->name, xa->range, "shape(x, d)");
+    } else if (!x->kernel) {
+        diag_error(x->c, e->range, "'index' is only defined inside a kernel");
+        return mk_error(x, e->range);
+    }
+    if (!dim_arg(x, e->args.items[shape], &d) || (shape && p < 0))
+        return mk_error(x, e->range);
+    Expr *r = mk(x, shape ? E_RAWSHAPE : E_DIMIDX, T_I64, e->range);
+    r->index = p;
+    r->op = (uint16_t)d;
+    r->vary = shape ? VARY_UNIFORM : VARY_ELEM;
+    return r;
+}
+
+/* x[i] (flat, row-major over x's shape) or x[i, j, ...] (one index per
+ * dimension of x): integer indices as i64; the element's type is x's. */
+static Expr *check_index(Ctx *x, Expr *e)
+{
+    int p = raw_param(x, e->name, e->name_range, "indexing");
+    List idx = {0};
+    bool ok = p >= 0;
+    if (x->in_combine) {
+        diag_error(x->c, e->range, "a raw parameter inside the combine function of reduce()");
+        ok = false;
+    }
+    if (e->args.n > NNKC_MAX_DIMS) {
+        diag_error(x->c, e->range, "%d indices; arrays have at most %d dimensions", e->args.n, NNKC_MAX_DIMS);
+        ok = false;
+    }
+    uint8_t vary = VARY_UNIFORM;
+    for (int i = 0; i < e->args.n; i++) {
+        Expr *a = check(x, e->args.items[i]);
+        if (is_err(a)) {
+            ok = false;
+            continue;
+        }
+        if (!type_is_int((Type)a->type) && a->type != T_WINT) {
+            diag_error(x->c, a->range, "an index is an integer, but this is %s; convert it, as i64(...)", describe(a));
+            ok = false;
+            continue;
+        }
+        a = convert(x, a, T_I64, false);
+        if (a->vary > vary)
+            vary = a->vary;
+        list_push(x->c->arena, &idx, a);
+    }
+    if (!ok)
+        return mk_error(x, e->range);
+    const InstParam *ip = &x->inst->params[p];
+    Expr *r = mk(x, E_RAWLOAD, ip->type, e->range);
+    r->index = p;
+    r->args = idx;
+    r->vary = vary;
+    return finish(x, r);
+}
 
 static void unknown_name(Ctx *x, Expr *e)
 {
@@ -975,6 +1100,12 @@ static Expr *check_name(Ctx *x, Expr *e)
             }
             return b->value;
         case BIND_PARAM: {
+            if (x->inst && x->inst->params[b->value->index].raw) {
+                diag_error(x->c, e->range, "'%s' is a raw parameter: read it by index, as %s[i] or %s[i, j]", e->name,
+                           e->name, e->name);
+                diag_note(x->c, b->decl, "'%s' is declared 'raw' here", e->name);
+                return mk_error(x, e->range);
+            }
             /* A fresh node per use, so carets point at each use. */
             Expr *p = mk(x, E_PARAM, (Type)b->value->type, e->range);
             p->index = b->value->index;
@@ -1055,6 +1186,8 @@ static Expr *check(Ctx *x, Expr *e)
     }
     case E_CALL:
         return check_call(x, e);
+    case E_INDEX:
+        return check_index(x, e);
     case E_LAMBDA:
         diag_error(x->c, e->range, "a combine function '|a, b| ...' may only be the third argument of reduce()");
         return mk_error(x, e->range);
@@ -1109,17 +1242,29 @@ static Expr *check_const_item(Compiler *c, Item *it)
 static bool param_is_tensor(const Param *p) { return p->ty.present && p->ty.tensor; }
 
 /* The word before a parameter's name: 'inout' on a tensor parameter of an
- * elementwise kernel. */
+ * elementwise kernel, 'raw' on a tensor parameter of any kernel. */
 static bool check_param_kind(Compiler *c, Item *k, Param *p, bool output)
 {
-    static const char *const kinds[] = {"inout"};
+    static const char *const kinds[] = {"inout", "raw"};
+    if (strcmp(p->mod, "raw") == 0) {
+        if (output) {
+            diag_error(c, p->mod_range, "'raw' belongs to a parameter, not an output (outputs are written at their position)");
+            return false;
+        }
+        p->raw = true;
+        if (p->ty.present && !p->ty.tensor) {
+            diag_error(c, p->ty.range, "a raw parameter is a tensor; write 'raw %s: %s[]'", p->name, p->ty.name);
+            return false;
+        }
+        return true;
+    }
     if (strcmp(p->mod, "inout") != 0) {
-        const char *sug = diag_suggest(p->mod, kinds, 1);
+        const char *sug = diag_suggest(p->mod, kinds, 2);
         if (sug)
             diag_error(c, p->mod_range, "unknown parameter kind '%s'; did you mean '%s'?", p->mod, sug);
         else
             diag_error(c, p->mod_range, "unknown parameter kind '%s'", p->mod);
-        diag_note_plain(c, "a parameter is 'NAME: TYPE', or 'inout NAME: T[]' to update a tensor in place");
+        diag_note_plain(c, "a parameter is 'NAME: TYPE', 'inout NAME: T[]' to update a tensor in place, or 'raw NAME: T[]' to read one by index");
         return false;
     }
     if (output) {
@@ -1190,6 +1335,14 @@ static bool check_kernel_header(Compiler *c, Item *k)
                     }
                 }
             }
+        }
+    }
+    int nraw = 0;
+    for (int i = 0; i < k->params.n; i++) {
+        Param *p = k->params.items[i];
+        if (p->raw && ++nraw == NNKC_MAX_RAW + 1) {
+            diag_error(c, p->range, "kernel '%s' has more than %d raw parameters", k->name, NNKC_MAX_RAW);
+            ok = false;
         }
     }
     /* An inout parameter is an input and, after the declared outputs, an
@@ -1292,13 +1445,15 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         c->context_range = k->name_range;
     }
     Ctx x = {.c = c, .kernel = k, .inst = in, .generics = &k->generics, .gtypes = in->targs};
-    int si = 0;
+    int si = 0, nraw_seen = 0;
     for (int i = 0; i < k->params.n; i++) {
         Param *p = k->params.items[i];
         InstParam *ip = &in->params[i];
         ip->name = p->name;
         ip->tensor = param_is_tensor(p);
         ip->inout = p->inout;
+        ip->raw = p->raw;
+        ip->raw_slot = p->raw ? nraw_seen++ : -1;
         ip->type = p->ty.present ? resolve_type(&x, &p->ty, true) : T_ERROR;
         ip->storage = ip->type;
         if (ip->tensor && storage && storage[si] != T_NONE)
@@ -1306,7 +1461,7 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         si += ip->tensor;
         Expr *pv = mk(&x, E_PARAM, ip->type, p->range);
         pv->index = i;
-        pv->vary = ip->tensor ? VARY_ELEM : VARY_UNIFORM;
+        pv->vary = ip->tensor && !ip->raw ? VARY_ELEM : VARY_UNIFORM;
         bind(&x, p->name, BIND_PARAM, p->range, pv);
         if (p->dflt && !ip->tensor && ip->type != T_ERROR) {
             Ctx dx = {.c = c, .generics = &k->generics, .gtypes = in->targs};

@@ -70,7 +70,8 @@ static void check_node(Verify *v, int i)
         fail(v, i, "has type '%s', not a scalar type", tname(n->type), "");
         return;
     }
-    bool a = n->op == IR_UNARY || n->op == IR_BINARY || n->op == IR_SELECT || n->op == IR_CAST || n->op == IR_CALL;
+    bool a = n->op == IR_UNARY || n->op == IR_BINARY || n->op == IR_SELECT || n->op == IR_CAST || n->op == IR_CALL ||
+             n->op == IR_RAWIX || n->op == IR_RAWLD;
     const IrNode *x = operand(v, i, n->a, a);
     const IrNode *y = operand(v, i, n->b, n->op == IR_BINARY || n->op == IR_SELECT);
     const IrNode *z = operand(v, i, n->c, n->op == IR_SELECT);
@@ -131,6 +132,29 @@ static void check_node(Verify *v, int i)
             fail(v, i, "is a combine parameter that does not exist", "", "");
         break;
     case IR_IDX: case IR_N:
+        break;
+    case IR_RAWIX: case IR_RAWLD: case IR_RAWSHAPE:
+        /* a raw slot of the kernel; indices, offsets and extents in i64;
+         * a per-dimension index of at most the rank limit */
+        if (n->aux < 0 || n->aux >= k->nraw)
+            fail(v, i, "reads a raw parameter that does not exist", "", "");
+        else if (n->op != IR_RAWLD)
+            same_type(v, i, n, T_I64, "is an index or extent of type '%s', not '%s'");
+        if (v->ok && n->op != IR_RAWSHAPE && n->op != IR_RAWLD)
+            same_type(v, i, x, T_I64, "indexes with a value of type '%s', not '%s'");
+        if (v->ok && n->op == IR_RAWLD) {
+            same_type(v, i, x, T_I64, "reads at an offset of type '%s', not '%s'");
+            if (v->ok && n->type != k->raw_type[n->aux])
+                fail(v, i, "reads a raw parameter of type '%s' as '%s'", tname(k->raw_type[n->aux]), tname(n->type));
+        }
+        if (v->ok && ((n->op == IR_RAWIX && n->sub != RAW_FLAT &&
+                       (n->sub >= NNKC_MAX_DIMS || n->value.v.i > NNKC_MAX_DIMS || n->sub >= n->value.v.i)) ||
+                      (n->op == IR_RAWSHAPE && n->sub >= NNKC_MAX_DIMS)))
+            fail(v, i, "has a dimension out of range", "", "");
+        break;
+    case IR_DIMIDX:
+        if (n->sub >= NNKC_MAX_DIMS)
+            fail(v, i, "has a dimension out of range", "", "");
         break;
     }
 }

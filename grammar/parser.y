@@ -158,7 +158,7 @@ paramlist(A) ::= paramlist(L) COMMA param(P).  { A = ast_append(ps->c, L, P); }
 param(A) ::= IDENT(N) typeann(T).              { A = ast_param(ps->c, N, T, NULL); }
 param(A) ::= IDENT(N) typeann(T) ASSIGN expr(D).
                                                { A = ast_param(ps->c, N, T, D); }
-/* a parameter kind ("inout") is a word, not a keyword: sema checks it */
+/* a parameter kind ("inout", "raw") is a word, not a keyword: sema checks it */
 param(A) ::= IDENT(M) IDENT(N) typeann(T).     { A = ast_param_mod(ps->c, M, N, T); }
 
 typeann(A) ::= .                               { A = ast_no_type(ps->c); }
@@ -196,6 +196,8 @@ expr(A) ::= LPAREN(L) expr(E) RPAREN(R).       { A = ast_paren(ps->c, L, E, R); 
 expr(A) ::= LPAREN(L) arglist(F) COMMA expr(E) RPAREN(R).
                                                { A = ast_tuple(ps->c, L, F, E, R); }
 expr(A) ::= IDENT(F) LPAREN args(L) RPAREN(R). { A = ast_call(ps->c, F, L, R); }
+expr(A) ::= IDENT(X) LBRACKET arglist(L) RBRACKET(R).
+                                               { A = ast_index(ps->c, X, L, R); }
 expr(A) ::= TYPENAME(F) LPAREN args(L) RPAREN(R).
                                                { A = ast_call(ps->c, F, L, R); }
 expr(A) ::= PIPE(O) lparams(P) PIPE expr(B). [PIPE_LAMBDA]

@@ -251,6 +251,11 @@ nnk_status rt_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view 
 /* A bit per input (plan order) that shares memory with an output other
  * than element for element: such inputs are read from a copy. */
 uint32_t rt_plan_overlapping_inputs(const nnk_plan *p, int32_t nin, const uint8_t *size, const uint8_t *reduced);
+/* Raw parameters (plan.h): slot[k] is 1 + the raw slot of operand k, or 0;
+ * rt_plan_build takes them as reduced[k] != 0 (no part in the iteration
+ * space), then rt_plan_raw fills p->raw from their own views. */
+nnk_status rt_plan_raw(nnk_plan *p, int32_t nops, const nnk_view *const *views, const int8_t *slot,
+                       nnk_range_error *range);
 
 /* ---- module.c, launch.c, jitfn.c ------------------------------------------------------ */
 
@@ -263,6 +268,7 @@ typedef struct rt_param {
     int32_t typevar;          /* index of its type variable, or -1 */
     nnk_dtype type;           /* the declared type when typevar < 0 */
     bool inout;               /* an inout parameter, or the output after the declared ones standing for it */
+    bool raw;                 /* a raw (indexed) tensor parameter: no broadcasting, nnk_plan.raw */
 } rt_param;
 
 /* A scalar value given by the caller or as a jit function's default. */

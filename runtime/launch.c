@@ -256,7 +256,8 @@ static nnk_status adopt_desc(nnk_kernel *k, const nnk_kernel_desc *d)
         const nnk_param_desc *pd = &d->params[p];
         k->params[p] = (rt_param){pd->name, (pd->flags & NNK_PARAM_TENSOR) != 0, p >= k->nin,
                                   (pd->flags & NNK_PARAM_REDUCED) != 0, (pd->flags & NNK_PARAM_DEFAULT) != 0, -1,
-                                  (nnk_dtype)pd->dtype, (pd->flags & NNK_PARAM_INOUT) != 0};
+                                  (nnk_dtype)pd->dtype, (pd->flags & NNK_PARAM_INOUT) != 0,
+                                  (pd->flags & NNK_PARAM_RAW) != 0};
     }
     /* An inout output stands for the inout input of its name (same dtype,
      * a full-shape tensor); inout outputs follow the declared ones. */
@@ -617,7 +618,8 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
     bool any = false;
     for (int32_t p = 0; p < k->nin + k->nout; p++) {
         const nnk_array *x = c->slot[p] ? c->slot[p]->array : NULL;
-        if (!x || (p >= k->nin && (k->params[p].reduced || any)))
+        /* a raw parameter takes no part in the iteration space */
+        if (!x || k->params[p].raw || (p >= k->nin && (k->params[p].reduced || any)))
             continue;
         if (p >= k->nin) { /* no input: a given full-shape output decides */
             *ndim = x->ndim;
@@ -665,6 +667,29 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
     return NNK_OK;
 }
 
+/* The message of an index out of range (nnk_plan.range, set by the kernel). */
+static nnk_status range_error(const nnk_kernel *k, const nnk_range_error *e, const int32_t *rawparam)
+{
+    const char *name = e->raw >= 0 && e->raw < NNK_MAX_RAW ? k->params[rawparam[e->raw]].name : "index";
+    if (e->raw < 0)
+        return rt_error(NNK_ERANGE, "kernel '%s': index(%lld) of an iteration space of %lld dimensions", k->name,
+                        (long long)e->index, (long long)e->extent);
+    switch (e->dim) {
+    case -1:
+        return rt_error(NNK_ERANGE, "kernel '%s': flat index %lld of raw parameter '%s' is out of range [0, %lld)",
+                        k->name, (long long)e->index, name, (long long)e->extent);
+    case -2:
+        return rt_error(NNK_ERANGE, "kernel '%s': raw parameter '%s' has %lld dimension%s but is indexed with %lld",
+                        k->name, name, (long long)e->extent, e->extent == 1 ? "" : "s", (long long)e->index);
+    case -3:
+        return rt_error(NNK_ERANGE, "kernel '%s': shape(%s, %lld) of an array of %lld dimensions", k->name, name,
+                        (long long)e->index, (long long)e->extent);
+    default:
+        return rt_error(NNK_ERANGE, "kernel '%s': index %lld of raw parameter '%s' is out of range [0, %lld) in dimension %d",
+                        k->name, (long long)e->index, name, (long long)e->extent, e->dim);
+    }
+}
+
 static nnk_status launch(call *c, nnk_args *a)
 {
     nnk_kernel *k = c->k;
@@ -680,9 +705,11 @@ static nnk_status launch(call *c, nnk_args *a)
                         k->name);
 
     /* Tensor operands in plan order; missing outputs are allocated. */
-    int32_t ndim = -1, rndim = 0, nt = 0;
+    int32_t ndim = -1, rndim = 0, nt = 0, nraw = 0;
     int64_t shape[NNK_MAX_DIMS], rshape[NNK_MAX_DIMS];
     uint8_t reduced[NNK_MAX_TENSORS] = {0};
+    int8_t rawslot[NNK_MAX_TENSORS] = {0};
+    int32_t rawparam[NNK_MAX_RAW];
     for (int32_t p = 0; p < k->nin + k->nout; p++) {
         if (!(d->params[p].flags & NNK_PARAM_TENSOR))
             continue;
@@ -698,6 +725,12 @@ static nnk_status launch(call *c, nnk_args *a)
         }
         c->arrays[nt] = x;
         reduced[nt] = red;
+        if (d->params[p].flags & NNK_PARAM_RAW) {
+            if (p >= k->nin || nraw == NNK_MAX_RAW)
+                return rt_error(NNK_EINTERNAL, "kernel '%s': a bad raw parameter '%s'", k->name, k->params[p].name);
+            rawparam[nraw] = p;
+            rawslot[nt] = (int8_t)++nraw;
+        }
         if (p < k->nin)
             c->nin_t++;
         nt++;
@@ -709,9 +742,18 @@ static nnk_status launch(call *c, nnk_args *a)
         views[t] = (nnk_view){rt_array_ptr(x), x->ndim, x->shape, x->strides};
         vp[t] = &views[t];
     }
+    /* raw parameters: 0-dimensional in the iteration space, their own
+     * views in plan.raw (language.md, "Raw parameters") */
+    nnk_range_error range;
     nnk_plan plan;
+    for (int32_t t = 0; t < nt; t++)
+        if (rawslot[t])
+            reduced[t] = 1;
     s = rt_plan_build(&plan, c->nin_t, nt - c->nin_t, vp, reduced, k->reduction, a->naxes < 0 ? 0 : a->naxes,
                       a->naxes < 0 ? NULL : a->axes);
+    /* (every launch: index(d) reports a range error too) */
+    if (!s)
+        s = rt_plan_raw(&plan, nt, vp, rawslot, &range);
     if (s)
         return rt_error_prefix(s, "kernel '%s'", k->name);
     /* An input an output overlaps other than element for element is read
@@ -735,6 +777,8 @@ static nnk_status launch(call *c, nnk_args *a)
         }
         s = rt_plan_build(&plan, c->nin_t, nt - c->nin_t, vp, reduced, k->reduction, a->naxes < 0 ? 0 : a->naxes,
                           a->naxes < 0 ? NULL : a->axes);
+        if (!s)
+            s = rt_plan_raw(&plan, nt, vp, rawslot, &range);
         if (s)
             return rt_error_prefix(s, "kernel '%s'", k->name);
     }
@@ -753,8 +797,13 @@ static nnk_status launch(call *c, nnk_args *a)
     }
     if (d->argmax_empty_error && plan.nreduced == 0 && plan.nkept > 0)
         return rt_error(NNK_ESHAPE, "kernel '%s': argmax/argmin of an empty slice", k->name);
+    if (nraw && c->ext->ops->target != NNK_TARGET_C)
+        return rt_error(NNK_EUNSUPPORTED, "kernel '%s': raw parameters run on the cpu backend only (not '%s')", k->name,
+                        c->ext->ops->name);
     if ((s = c->ext->ops->launch(c->ext->state, c->device, &inst->k, &plan)))
         return s;
+    if (range.set)
+        return range_error(k, &range, rawparam);
     for (int32_t t = c->nin_t; t < nt; t++) {
         a->outputs[a->nout++] = c->arrays[t];
         c->arrays[t] = NULL;

@@ -75,7 +75,7 @@ static void describe_kernel(nnk_kernel *k, const NnkcKernelInfo *info)
         const NnkcParamInfo *pi = &info->params[p];
         /* every output is an array; a reduced one is declared `T`, not `T[]` */
         k->params[p] = (rt_param){pi->name, pi->tensor || pi->output, pi->output, pi->reduced, pi->has_default, pi->typevar,
-                                  pi->typevar < 0 ? (nnk_dtype)pi->type : NNK_F32, pi->inout};
+                                  pi->typevar < 0 ? (nnk_dtype)pi->type : NNK_F32, pi->inout, pi->raw};
     }
 }
 
@@ -219,7 +219,7 @@ static void fill_interface(nnk_kernel *k, rt_instance *inst)
         pd->dtype = pm->typevar >= 0 ? inst->targs[pm->typevar] : (int32_t)pm->type;
         pd->flags = (pm->tensor ? NNK_PARAM_TENSOR : 0) | (pm->output ? NNK_PARAM_OUTPUT : 0) |
                     (pm->reduced ? NNK_PARAM_REDUCED : 0) | (pm->has_default ? NNK_PARAM_DEFAULT : 0) |
-                    (pm->inout ? NNK_PARAM_INOUT : 0);
+                    (pm->inout ? NNK_PARAM_INOUT : 0) | (pm->raw ? NNK_PARAM_RAW : 0);
     }
 }
 

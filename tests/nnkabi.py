@@ -64,7 +64,7 @@ def _status_names():
 
 STATUS = _status_names()
 
-PARAM_TENSOR, PARAM_OUTPUT, PARAM_REDUCED, PARAM_DEFAULT, PARAM_INOUT = 1, 2, 4, 8, 16
+PARAM_TENSOR, PARAM_OUTPUT, PARAM_REDUCED, PARAM_DEFAULT, PARAM_INOUT, PARAM_RAW = 1, 2, 4, 8, 16, 32
 
 
 # ---- nnk/abi.h ------------------------------------------------------------------

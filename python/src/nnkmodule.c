@@ -51,7 +51,8 @@ static PyTypeObject ContextType, ExtensionType, ArrayType, DLOwnerType, BufHolde
     X(NNK_EUNSUPPORTED, "UnsupportedError", NULL, NULL, "valid, but no backend can do it (NNK_EUNSUPPORTED)") \
     X(NNK_EIO, "IOFailureError", &PyExc_OSError, NULL, "a file or process operation failed (NNK_EIO)")      \
     X(NNK_EABI, "ABIError", NULL, NULL, "an extension or kernel built for another ABI (NNK_EABI)")          \
-    X(NNK_EINTERNAL, "InternalError", NULL, NULL, "a bug in nnk (NNK_EINTERNAL)")
+    X(NNK_EINTERNAL, "InternalError", NULL, NULL, "a bug in nnk (NNK_EINTERNAL)")                      \
+    X(NNK_ERANGE, "RangeError", &PyExc_IndexError, NULL, "a raw parameter's index out of range (NNK_ERANGE)")
 
 static const struct {
     nnk_status status;

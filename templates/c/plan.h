@@ -17,6 +17,7 @@ enum {
     NNK_PLAN_EAXIS = 3,      /* a reduction axis is out of range or repeated */
     NNK_PLAN_ERANK = 4,      /* more than NNK_MAX_DIMS dimensions */
     NNK_PLAN_EARGS = 5,      /* NULL view, too many operands, negative extent */
+    NNK_PLAN_ERANGE = 6,     /* a raw parameter's index out of range (nnk_plan.range says which) */
 };
 
 /* A bounded string builder for error messages (no stdio here). */
@@ -64,7 +65,9 @@ static void nnk_msg_shape_(nnk_msg_ *m, int32_t ndim, const int64_t *shape)
 }
 
 /* Builds *p for `nin` tensor inputs and `nout` outputs (views[0..nin+nout)).
- * reduced[k] is nonzero for outputs (k >= nin) with the reduced shape.
+ * reduced[k] is nonzero for outputs (k >= nin) with the reduced shape, and
+ * for raw inputs (k < nin: no part in the iteration space, strides 0;
+ * nnk_plan_raw_ gives the kernel their views).
  * axes == NULL reduces every axis (reductions); is_reduction == 0 ignores
  * axes.  Scalars are left to the caller.  On error returns NNK_PLAN_E* and
  * writes a message into err (may be NULL). */
@@ -105,13 +108,17 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
     /* 1. The iteration shape: inputs and full-shape outputs broadcast. */
     int32_t ndim = 0;
     int64_t shape[NNK_MAX_DIMS];
+    int32_t nin_shaped = 0;
     for (int32_t k = 0; k < nops; k++)
-        if (!(k >= nin && reduced && reduced[k]) && views[k]->ndim > ndim)
+        if (!(reduced && reduced[k]) && views[k]->ndim > ndim)
             ndim = views[k]->ndim;
     for (int32_t d = 0; d < ndim; d++)
         shape[d] = 1;
     for (int32_t k = 0; k < nin; k++) {
         const nnk_view *v = views[k];
+        if (reduced && reduced[k])
+            continue;
+        nin_shaped++;
         for (int32_t d = 0; d < v->ndim; d++) {
             int32_t id = ndim - v->ndim + d;
             int64_t e = v->shape[d];
@@ -148,8 +155,9 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
             n *= shape[d];
         }
     }
-    if (nin == 0) {
-        /* No tensor input: the shape comes from the full-shape outputs. */
+    if (nin_shaped == 0) {
+        /* No tensor input (but raw ones): the shape comes from the
+         * full-shape outputs. */
         for (int32_t k = nin; k < nops; k++) {
             if (reduced && reduced[k])
                 continue;
@@ -158,6 +166,12 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
             break;
         }
     }
+
+    p->iter_ndim = ndim;
+    for (int32_t d = 0; d < ndim; d++)
+        p->iter_shape[d] = shape[d];
+    p->nraw = 0;
+    p->range = 0;
 
     /* 2. Reduction axes. */
     uint8_t red[NNK_MAX_DIMS] = {0};
@@ -188,6 +202,11 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
     for (int32_t k = 0; k < nops; k++) {
         const nnk_view *v = views[k];
         int is_red = k >= nin && reduced && reduced[k];
+        if (k < nin && reduced && reduced[k]) {
+            for (int32_t d = 0; d < ndim; d++)
+                st[k][d] = 0;
+            continue;
+        }
         if (k >= nin && !is_red) {
             int ok = v->ndim == ndim;
             for (int32_t d = 0; ok && d < ndim; d++)
@@ -310,6 +329,65 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
 #define NNK_PLAN_UNUSED_
 #define NNK_NOINLINE_
 #endif
+
+/* ---- raw (indexed) parameters (docs/language.md, "Raw parameters") ------------
+ * slot[k] is 1 + the raw slot of operand k, 0 for the others (which
+ * nnk_plan_build took as reduced[k] != 0).  After nnk_plan_build,
+ * nnk_plan_raw_ copies the raw views into p->raw (checked: rank, extents,
+ * an element count int64_t holds) and points p->range at *range. */
+NNK_PLAN_UNUSED_ static int nnk_plan_raw_(nnk_plan *p, int32_t nops, const nnk_view *const *views, const int8_t *slot,
+                                         nnk_range_error *range, char *err, unsigned long errlen)
+{
+    nnk_msg_ m = {err, errlen, 0};
+    p->nraw = 0;
+    for (int32_t k = 0; k < nops; k++) {
+        if (!slot[k])
+            continue;
+        const nnk_view *v = views[k];
+        int32_t r = slot[k] - 1;
+        if (r >= NNK_MAX_RAW || !v || v->ndim < 0 || v->ndim > NNK_MAX_DIMS ||
+            (v->ndim > 0 && (!v->shape || !v->strides))) {
+            nnk_msg_str_(&m, "raw operand ");
+            nnk_msg_int_(&m, k);
+            nnk_msg_str_(&m, v && v->ndim > NNK_MAX_DIMS ? " has too many dimensions" : " is not a valid array view");
+            return v && v->ndim > NNK_MAX_DIMS ? NNK_PLAN_ERANK : NNK_PLAN_EARGS;
+        }
+        nnk_raw_view *w = &p->raw[r];
+        w->data = (const char *)v->data;
+        w->ndim = v->ndim;
+        w->operand = k;
+        w->size = 1;
+        for (int32_t d = 0; d < v->ndim; d++) {
+            int64_t e = v->shape[d];
+            if (e < 0 || (e > 0 && w->size > INT64_MAX / e)) {
+                nnk_msg_str_(&m, e < 0 ? "negative extent in raw operand " : "too many elements in raw operand ");
+                nnk_msg_int_(&m, k);
+                return NNK_PLAN_EARGS;
+            }
+            w->size *= e;
+            w->shape[d] = e;
+            w->strides[d] = v->strides[d];
+        }
+        /* the kernel's offsets are sums of index times stride: the
+         * extremes of those sums must fit an int64_t (a hostile view) */
+        int64_t reach = 0;
+        for (int32_t d = 0; d < v->ndim && w->size > 0; d++) {
+            int64_t st = v->strides[d], e = v->shape[d] - 1;
+            if (st == INT64_MIN || (e > 0 && (st < 0 ? -st : st) > (INT64_MAX - reach) / e)) {
+                nnk_msg_str_(&m, "the strides of raw operand ");
+                nnk_msg_int_(&m, k);
+                nnk_msg_str_(&m, " reach past what an int64_t offset holds");
+                return NNK_PLAN_EARGS;
+            }
+            reach += e * (st < 0 ? -st : st);
+        }
+        if (r + 1 > p->nraw)
+            p->nraw = r + 1;
+    }
+    *range = (nnk_range_error){0, 0, 0, 0, 0, 0};
+    p->range = range;
+    return NNK_PLAN_OK;
+}
 
 /* Whether an output's byte range [lo, hi) meets an input's. */
 NNK_PLAN_UNUSED_ static int nnk_spans_meet_(int32_t nin, int32_t nops, const uintptr_t *lo, const uintptr_t *hi, const uint8_t *size)

@@ -31,7 +31,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from nnkabi import CT, DTYPES, KernelDesc, ParamDesc, Scalar, View  # noqa: E402,F401
-from nnkabi import PARAM_DEFAULT, PARAM_INOUT, PARAM_OUTPUT, PARAM_REDUCED, PARAM_TENSOR  # noqa: E402,F401
+from nnkabi import PARAM_DEFAULT, PARAM_INOUT, PARAM_OUTPUT, PARAM_RAW, PARAM_REDUCED, PARAM_TENSOR  # noqa: E402,F401
 import nnkabi  # noqa: E402
 
 SRCDIR = os.environ.get("top_srcdir") or os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -271,6 +271,7 @@ class Param:
         self.reduced = bool(d.flags & PARAM_REDUCED)
         self.has_default = bool(d.flags & PARAM_DEFAULT)
         self.inout = bool(d.flags & PARAM_INOUT)  # written in place; its output is the input's array
+        self.raw = bool(d.flags & PARAM_RAW)      # read by index: no part in the iteration space
         m = {"bool": "b", "f16": "u16", "bf16": "u16"}.get(self.dtype, self.dtype)
         self.default = getattr(d.dflt, m) if self.has_default else None
 
@@ -303,8 +304,10 @@ class Kernel:
         self.outputs = self.params[desc.nparams:]
         self.strided = getattr(lib, name + "_strided")
         self.strided.restype = ctypes.c_int
-        self.contig_fn = getattr(lib, name)
-        self.contig_fn.restype = None
+        # (no contiguous entry point for a kernel with raw parameters)
+        self.contig_fn = getattr(lib, name, None)
+        if self.contig_fn is not None:
+            self.contig_fn.restype = None
 
     def _scalar(self, p, v):
         if p.dtype in ("f16",):
@@ -341,7 +344,8 @@ class Kernel:
             if p.tensor:
                 a = v if (p.dtype == "bf16" and getattr(v, "_is_bf16", False)) else to_storage(v, p.dtype)
                 a = np.asarray(a)
-                tensors.append(a)
+                if not p.raw:
+                    tensors.append(a)
                 if p.inout:
                     inout[p.name] = a
                 views.append(view_of(a, keep))

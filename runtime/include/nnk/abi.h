@@ -16,6 +16,7 @@
 #define NNK_MAX_DIMS 16      /* rank of an array or iteration space */
 #define NNK_MAX_TENSORS 32   /* tensor parameters + outputs of a kernel */
 #define NNK_MAX_SCALARS 32   /* scalar parameters of a kernel */
+#define NNK_MAX_RAW 8        /* raw (indexed) tensor parameters of a kernel */
 
 /* Element types, in the order of the language's type list. */
 typedef enum nnk_dtype {
@@ -52,6 +53,31 @@ typedef struct nnk_view {
     const int64_t *strides;
 } nnk_view;
 
+/* A raw (indexed) tensor parameter as the kernel reads it: not part of the
+ * iteration space, read by index against its own shape and strides.
+ * `size` is the product of the extents (0: every index is out of range). */
+typedef struct nnk_raw_view {
+    const char *data;
+    int32_t ndim;
+    int32_t operand;         /* its operand number (data[operand] is data too) */
+    int64_t size;
+    int64_t shape[NNK_MAX_DIMS];
+    int64_t strides[NNK_MAX_DIMS];
+} nnk_raw_view;
+
+/* The first index out of range a kernel met (kernels running at once on
+ * several threads: one of them, set once).  dim is the dimension (-1: a
+ * flat index; -2: the number of indices, `index`, is not the array's
+ * rank; -3: shape(x, d) or index(d) with d past the rank) and extent its
+ * bound.  Written by generated code through nnk_plan.range. */
+typedef struct nnk_range_error {
+    int32_t set;
+    int32_t raw;             /* the raw parameter (nnk_plan.raw); -1: index(d) */
+    int32_t dim;
+    int32_t pad;
+    int64_t index, extent;
+} nnk_range_error;
+
 /* An execution plan: the iteration space of one call after broadcasting,
  * moving reduced axes innermost, and merging dimensions that are
  * contiguous for every operand.  Dimension ndim-1 is the innermost.
@@ -73,6 +99,17 @@ typedef struct nnk_plan {
     int64_t nkept;           /* product of the kept extents: output positions */
     int64_t nreduced;        /* product of the reduced extents: the `n` of the kernel */
     nnk_scalar scalars[NNK_MAX_SCALARS]; /* the scalar parameters, in declaration order */
+    /* Raw parameters and per-dimension indices (docs/language.md, "Raw
+     * parameters").  nnk_plan_build sets the iteration shape before
+     * broadcasting's permutation and merging (index(d)), nraw = 0 and
+     * range = 0; a caller with raw parameters fills raw[] (their operands'
+     * views in the build were 0-dimensional) and points range at a zeroed
+     * nnk_range_error, which the kernel sets on an index out of range. */
+    int32_t iter_ndim;
+    int32_t nraw;
+    int64_t iter_shape[NNK_MAX_DIMS];
+    nnk_raw_view raw[NNK_MAX_RAW];
+    nnk_range_error *range;
 } nnk_plan;
 
 /* Parameter metadata. */
@@ -81,6 +118,7 @@ enum {
     NNK_PARAM_OUTPUT = 2,
     NNK_PARAM_REDUCED = 4,     /* an output with the reduced shape */
     NNK_PARAM_DEFAULT = 8,     /* a scalar with a default value */
+    NNK_PARAM_RAW = 32,        /* a raw (indexed) tensor parameter: nnk_plan.raw, no broadcasting */
     NNK_PARAM_INOUT = 16,      /* an inout tensor parameter, and the output after the declared ones
                                   that stands for it: the caller passes one array for both */
 };

@@ -47,6 +47,7 @@ typedef enum nnk_status {
     NNK_EIO,          /* a file or process operation failed */
     NNK_EABI,         /* an extension or kernel built for another ABI version */
     NNK_EINTERNAL,    /* a bug in nnk; the message says where */
+    NNK_ERANGE,       /* a raw parameter's index out of range: the message names kernel, parameter and index */
     NNK_STATUS_COUNT
 } nnk_status;
 
