@@ -44,6 +44,64 @@ const nnk_kernel_desc abi_saxpy = {
     .nparams = 3, .nouts = 1, .params = saxpy_params, .run = saxpy_run,
 };
 
+/* ---- take: a raw parameter ---- */
+
+static void take_run(const nnk_plan *p, int64_t b, int64_t e)
+{
+    const nnk_raw_view *t = &p->raw[0];
+    for (int64_t i = b; i < e; i++) {
+        int64_t k = AT(p, 1, const int64_t, i, 0);
+        float v = 0;
+        if (t->ndim != 1 || k < 0 || k >= t->shape[0]) {
+            if (p->range && !p->range->set)
+                *p->range = (nnk_range_error){1, 0, -1, 0, k, t->size};
+        } else {
+            v = ((const float *)t->data)[k * t->strides[0]];
+        }
+        AT(p, 2, float, i, 0) = v;
+    }
+}
+
+static const nnk_param_desc take_params[] = {
+    {"t", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_RAW, {0}},
+    {"k", NNK_I64, NNK_PARAM_TENSOR, {0}},
+    {"y", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT, {0}},
+};
+
+const nnk_kernel_desc abi_take = {
+    .abi = NNK_ABI_VERSION, .kind = NNK_KIND_ELEMENTWISE, .name = "take", .kernel = "take",
+    .nparams = 2, .nouts = 1, .params = take_params, .run = take_run,
+};
+
+/* ---- bump: an inout parameter ---- */
+
+static void bump_run(const nnk_plan *p, int64_t b, int64_t e)
+{
+    for (int64_t i = b; i < e; i++)
+        AT(p, 2, float, i, 0) = AT(p, 1, const float, i, 0) + AT(p, 0, const float, i, 0);
+}
+
+static const nnk_param_desc bump_params[] = {
+    {"x", NNK_F32, NNK_PARAM_TENSOR, {0}},
+    {"y", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_INOUT, {0}},
+    {"y", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT | NNK_PARAM_INOUT, {0}},
+};
+
+const nnk_kernel_desc abi_bump = {
+    .abi = NNK_ABI_VERSION, .kind = NNK_KIND_ELEMENTWISE, .name = "bump", .kernel = "bump",
+    .nparams = 2, .nouts = 1, .params = bump_params, .run = bump_run,
+};
+
+static const nnk_param_desc bad_inout_params[] = {
+    {"x", NNK_F32, NNK_PARAM_TENSOR, {0}},
+    {"w", NNK_F32, NNK_PARAM_TENSOR | NNK_PARAM_OUTPUT | NNK_PARAM_INOUT, {0}},
+};
+
+const nnk_kernel_desc abi_bad_inout = {
+    .abi = NNK_ABI_VERSION, .kind = NNK_KIND_ELEMENTWISE, .name = "bad_inout", .kernel = "bad_inout",
+    .nparams = 1, .nouts = 1, .params = bad_inout_params, .run = bump_run,
+};
+
 /* ---- sum ---- */
 
 static void sum_partial(const nnk_plan *p, int32_t phase, int64_t o, int64_t r0, int64_t r1, const void *finals,

@@ -14,5 +14,12 @@ extern const nnk_kernel_desc abi_sum;
 extern const nnk_kernel_desc abi_center;
 /* argmax(x: f64[]) -> (i: i64): sets argmax_empty_error */
 extern const nnk_kernel_desc abi_argmax;
+/* take(raw t: f32[], k: i64[]) -> (y: f32[]): y = t[k], a flat index into
+ * t's own 1-D view; an index out of range sets the plan's range error */
+extern const nnk_kernel_desc abi_take;
+/* bump(x: f32[], inout y: f32[]): y = y + x (the inout output after the declared ones) */
+extern const nnk_kernel_desc abi_bump;
+/* a bad descriptor: an inout output with no inout input of its name */
+extern const nnk_kernel_desc abi_bad_inout;
 
 #endif

@@ -1564,6 +1564,77 @@ static void teardown(void)
     run_cmd("chmod -R u+w '%1$s' 2>/dev/null; rm -rf '%1$s'", tmpdir);
 }
 
+/* Raw and inout parameters through linked descriptors (abi_kernels.c):
+ * the runtime's half of language.md "Raw parameters" and "In-out
+ * parameters", without the compiler. */
+static void test_abi_raw_inout(void)
+{
+    nnk_kernel *k;
+    OK(nnk_kernel_from_desc(NULL, &abi_take, &k));
+    float t[8] = {0, 10, 20, 30, 40, 50, 60, 70};
+    int64_t ts[] = {4}, tst[] = {2}, ks[] = {3};
+    int64_t kv[3] = {3, 0, 2}, kbad[3] = {1, 4, 0};
+    nnk_array *at, *atv, *ak, *akbad, *y;
+    (void)ts;
+    OK(nnk_array_wrap(NNK_F32, 1, (int64_t[]){8}, (int64_t[]){1}, t, &at));
+    OK(nnk_array_wrap(NNK_F32, 1, (int64_t[]){4}, tst, t, &atv)); /* t[::2]: 0 20 40 60 */
+    OK(nnk_array_from_host(NULL, NNK_I64, 1, ks, kv, &ak));
+    OK(nnk_array_from_host(NULL, NNK_I64, 1, ks, kbad, &akbad));
+    nnk_args *a;
+    OK(nnk_args_new(&a));
+    OK(nnk_args_array(a, atv));
+    OK(nnk_args_array(a, ak));
+    OK(nnk_launch(k, a));
+    OK(nnk_args_output(a, 0, &y));
+    CU_ASSERT_EQUAL(nnk_array_ndim(y), 1); /* the iteration space is k's, not t's */
+    float yo[3];
+    OK(nnk_array_to_host(y, NNK_F32, yo, sizeof yo));
+    CU_ASSERT(yo[0] == 60 && yo[1] == 0 && yo[2] == 40);
+    nnk_array_free(y);
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, atv));
+    OK(nnk_args_array(a, akbad));
+    CU_ASSERT_EQUAL(nnk_launch(k, a), NNK_ERANGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(nnk_last_error(), "kernel 'take': flat index 4 of raw parameter 't' is out of range [0, 4)"));
+    CU_ASSERT_STRING_EQUAL(nnk_status_name(NNK_ERANGE), "NNK_ERANGE");
+    nnk_kernel_free(k);
+
+    OK(nnk_kernel_from_desc(NULL, &abi_bump, &k));
+    CU_ASSERT_EQUAL(nnk_kernel_input_count(k), 2);
+    CU_ASSERT(nnk_kernel_input_is_inout(k, 1, NULL) && nnk_kernel_input_is_inout(k, 0, "y"));
+    CU_ASSERT(!nnk_kernel_input_is_inout(k, 0, NULL) && !nnk_kernel_input_is_inout(k, 0, "x"));
+    float x[3] = {1, 2, 3}, yv[3] = {10, 20, 30};
+    nnk_array *ax = host_f32(1, ks, x), *ay = host_f32(1, ks, yv);
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, ax));
+    OK(nnk_args_array(a, ay));
+    OK(nnk_launch(k, a));
+    OK(nnk_array_to_host(ay, NNK_F32, yo, sizeof yo));
+    CU_ASSERT(yo[0] == 11 && yo[1] == 22 && yo[2] == 33);
+    CU_ASSERT_EQUAL(nnk_args_output_count(a), 1);
+    OK(nnk_args_output(a, 0, &y));
+    CU_ASSERT_PTR_EQUAL(y, ay); /* the inout output is the array passed */
+    nnk_array_free(y);
+    /* given as an output too: an error, and y is not written */
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, ax));
+    OK(nnk_args_array(a, ay));
+    OK(nnk_args_out(a, ay));
+    CU_ASSERT_EQUAL(nnk_launch(k, a), NNK_EINVAL);
+    OK(nnk_array_to_host(ay, NNK_F32, yo, sizeof yo));
+    CU_ASSERT(yo[0] == 11);
+    nnk_kernel_free(k);
+    CU_ASSERT_EQUAL(nnk_kernel_from_desc(NULL, &abi_bad_inout, &k), NNK_EINVAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(nnk_last_error(), "inout output without its inout tensor parameter"));
+    nnk_args_free(a);
+    nnk_array_free(ax);
+    nnk_array_free(ay);
+    nnk_array_free(at);
+    nnk_array_free(atv);
+    nnk_array_free(ak);
+    nnk_array_free(akbad);
+}
+
 static const CunitTest tests_runtime[] = {
     {"errors", test_errors},
     {"extensions", test_extensions},
@@ -1573,6 +1644,7 @@ static const CunitTest tests_runtime[] = {
     {"allocator", test_allocator},
     {"abi_saxpy", test_abi_saxpy},
     {"abi_reductions", test_abi_reductions},
+    {"abi_raw_inout", test_abi_raw_inout},
     {"backends", test_backends},
     {"jit_caches", test_jit_caches},
     {"jit_errors", test_jit_errors},
