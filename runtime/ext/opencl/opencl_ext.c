@@ -558,8 +558,10 @@ static nnk_status get_devices(void *state, nnk_device_info *out, int32_t cap)
         out[i].id = i;
         fmt(out[i].name, sizeof out[i].name, "%s", S->devs[i].name);
         out[i].total_memory = S->devs[i].global_mem;
-        /* informative: the runtime still reaches the memory through copy() */
-        out[i].host_accessible = S->devs[i].unified ? 1 : 0;
+        /* never: even with host-unified memory (PoCL) the addresses are
+         * the extension's tokens, reached only through copy(); the status
+         * line says whether the memory is unified */
+        out[i].host_accessible = 0;
     }
     return NNK_OK;
 }

@@ -1,0 +1,134 @@
+"""The device-generic runtime behaviour on the opencl extension's first
+device (PoCL in CI), through the package: contexts, arrays of every dtype,
+views and broadcasting as inputs, axes/keepdims, jit functions, errors at
+the device boundary, allocator statistics, concurrent calls.  The extension
+comes from the build tree (NNK_EXTENSION_PATH); without a device the tests
+skip, unless NNK_OPENCL_REQUIRED=1 (CI), where that is a failure."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import nnk
+from nnk import ext_utils
+
+BUILDDIR = os.environ.get("top_builddir") or os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+@pytest.fixture(scope="module")
+def ocl():
+    os.environ.setdefault("POCL_CACHE_DIR", os.path.join(BUILDDIR, "tests", "opencl", "pocl-cache"))
+    old = os.environ.get("NNK_EXTENSION_PATH")
+    os.environ["NNK_EXTENSION_PATH"] = os.path.join(BUILDDIR, ".libs") + (":" + old if old else "")
+    try:
+        ext = ext_utils.import_extension_module("opencl")
+    finally:
+        if old is None:
+            del os.environ["NNK_EXTENSION_PATH"]
+        else:
+            os.environ["NNK_EXTENSION_PATH"] = old
+    if ext.get_device_count() == 0:
+        if os.environ.get("NNK_OPENCL_REQUIRED") == "1":
+            pytest.fail("no OpenCL device: " + ext.status)
+        pytest.skip("no OpenCL device: " + ext.status)
+    return ext
+
+
+@pytest.fixture(scope="module")
+def ctx(ocl):
+    return ocl.context(device_id=0)
+
+
+def test_contexts(ocl):
+    devs = ocl.get_devices()
+    assert len(devs) >= 1 and devs[0].total_memory > 0
+    assert ocl.context(device_id=0, type_config="half").backend == ["opencl:half", "opencl:float", "cpu:float"]
+    assert ocl.context(platform="0", device_type="all").backend == ["opencl:float", "cpu:float"]
+    with pytest.raises(nnk.ArgumentError):
+        ocl.context(colour="blue")
+    assert "programs:" in ocl.status
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "int64", "float16", "float32", "float64"])
+def test_array_round_trip(ctx, dtype):
+    x = (np.arange(-50, 70) % 7).astype(dtype).reshape(4, 30)
+    a = nnk.asarray(x, ctx=ctx)
+    assert a.device == "opencl:0"
+    np.testing.assert_array_equal(a.numpy(), x)
+    v = nnk.asarray(x[::-2, 3::4], ctx=ctx)  # a strided, reversed view is copied in its order
+    np.testing.assert_array_equal(v.numpy(), x[::-2, 3::4])
+
+
+def test_views_and_broadcasting(ctx, add):
+    x = np.linspace(-3, 3, 60, dtype=np.float32).reshape(3, 20)
+    y = np.linspace(1, 2, 20, dtype=np.float32)
+    a, b = nnk.asarray(x.T, ctx=ctx), nnk.asarray(y[:, None], ctx=ctx)   # (20, 3) and (20, 1)
+    z = add(a, b, alpha=2.0, ctx=ctx)
+    assert z.device == "opencl:0"
+    np.testing.assert_array_equal(z.numpy(), x.T + np.float32(2) * y[:, None])
+    c = nnk.asarray(np.float32(0.5) * np.ones(3, np.float32), ctx=ctx)  # (3,) against (20, 3)
+    np.testing.assert_array_equal(add(a, c, ctx=ctx).numpy(), x.T + np.float32(0.5))
+
+
+def test_axes_keepdims(ctx, norms):
+    x = np.random.default_rng(5).standard_normal((6, 50, 7)).astype(np.float32)
+    a = nnk.asarray(x, ctx=ctx)
+    r = norms.l2norm(a, axis=(0, 2), keepdims=True, ctx=ctx)
+    assert r.device == "opencl:0" and r.numpy().shape == (1, 50, 1)
+    want = np.sqrt((x.astype(np.float64) ** 2).sum(axis=(0, 2), keepdims=True))
+    np.testing.assert_allclose(r.numpy(), want, rtol=2e-6)
+    s = norms.softmax(a, axis=1, ctx=ctx).numpy()
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(s, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    # the same kernel on host arrays runs on cpu: within a few ulp of the device
+    h = norms.softmax(x, axis=1, ctx=ctx)
+    np.testing.assert_allclose(np.asarray(h), s, rtol=4e-6, atol=1e-8)
+
+
+def test_jit_function_dtypes(ctx, add):
+    for dt in (np.float16, np.float32):
+        x = np.linspace(-1, 1, 257).astype(dt)
+        z = add(nnk.asarray(x, ctx=ctx), nnk.asarray(x, ctx=ctx), ctx=ctx)
+        assert z.device == "opencl:0" and z.numpy().dtype == dt
+        np.testing.assert_array_equal(z.numpy(), (x.astype(np.float32) * 2).astype(dt))
+
+
+def test_errors_at_the_boundary(ctx, add):
+    a = nnk.asarray(np.ones(4, np.float32), ctx=ctx)
+    with pytest.raises(nnk.UnsupportedError):
+        add(a, np.ones(4, np.float32), ctx=ctx)        # one array on the device, one on the host
+    with pytest.raises(nnk.ShapeError):
+        add(a, nnk.asarray(np.ones(5, np.float32), ctx=ctx), ctx=ctx)
+
+
+def test_allocator_stats(ocl, ctx):
+    ocl.clear_memory_cache()
+    before = ocl.memory_stats(0)["bytes_in_use"]
+    a = nnk.asarray(np.zeros(1 << 16, np.float32), ctx=ctx)
+    assert ocl.memory_stats(0)["bytes_in_use"] >= before + (1 << 18)
+    del a
+    st = ocl.memory_stats(0)
+    assert st["bytes_in_use"] == before and st["bytes_cached"] >= 1 << 18
+    assert ocl.clear_memory_cache() >= 1 << 18
+
+
+def test_concurrent_calls(ctx, add):
+    x = np.arange(10000, dtype=np.float32)
+    a = nnk.asarray(x, ctx=ctx)
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                z = add(a, a, alpha=float(k), ctx=ctx)
+                np.testing.assert_array_equal(z.numpy(), x + np.float32(k) * x)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
