@@ -24,6 +24,8 @@ struct nnk_args {
     int32_t naxes;            /* -1: all axes */
     int32_t axes[NNK_MAX_DIMS];
     bool keepdims;
+    int32_t nshape;           /* -1: no explicit iteration shape */
+    int64_t shape[NNK_MAX_DIMS];
     bool has_ctx;
     nnk_context ctx;
     nnk_array *outputs[NNK_MAX_TENSORS];
@@ -38,6 +40,7 @@ nnk_status nnk_args_new(nnk_args **out)
     if (!a)
         return NNK_ENOMEM;
     a->naxes = -1;
+    a->nshape = -1;
     rt_live_inc();
     *out = a;
     return NNK_OK;
@@ -60,6 +63,7 @@ void nnk_args_reset(nnk_args *a)
     }
     a->n = 0;
     a->naxes = -1;
+    a->nshape = -1;
     a->keepdims = false;
     a->has_ctx = false;
     clear_outputs(a);
@@ -153,6 +157,24 @@ nnk_status nnk_args_keepdims(nnk_args *a, int keepdims)
     if (!a)
         return rt_error(NNK_EINVAL, "nnk_args_keepdims: args is NULL");
     a->keepdims = keepdims != 0;
+    return NNK_OK;
+}
+
+nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape)
+{
+    if (!a || (ndim > 0 && !shape))
+        return rt_error(NNK_EINVAL, "nnk_args_shape: %s is NULL", !a ? "args" : "shape");
+    if (ndim < 0 || ndim > NNK_MAX_DIMS)
+        return rt_error(NNK_EINVAL, "nnk_args_shape: %d dimensions (at most %d)", ndim, NNK_MAX_DIMS);
+    int64_t n = 1;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 0 || (shape[d] > 0 && n > INT64_MAX / shape[d]))
+            return rt_error(NNK_EINVAL, "nnk_args_shape: %s extent %lld", shape[d] < 0 ? "a negative" : "too large an",
+                            (long long)shape[d]);
+        n *= shape[d];
+    }
+    memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+    a->nshape = ndim;
     return NNK_OK;
 }
 
@@ -365,6 +387,14 @@ const char *nnk_kernel_name(const nnk_kernel *k) { return k ? k->name : NULL; }
 int nnk_kernel_is_reduction(const nnk_kernel *k) { return k ? k->reduction : 0; }
 int32_t nnk_kernel_input_count(const nnk_kernel *k) { return k ? k->nin : 0; }
 int32_t nnk_kernel_output_count(const nnk_kernel *k) { return k ? k->nout : 0; }
+
+int32_t nnk_kernel_param_index(const nnk_kernel *k, const char *name)
+{
+    for (int32_t p = 0; k && name && p < k->nin + k->nout; p++)
+        if (strcmp(k->params[p].name, name) == 0)
+            return p;
+    return -1;
+}
 
 int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name)
 {
@@ -647,8 +677,27 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
                 *e = x->shape[d];
         }
     }
+    if (a->nshape >= 0) {
+        bool same = *ndim == a->nshape;
+        for (int32_t d = 0; same && d < *ndim; d++)
+            same = shape[d] == a->shape[d];
+        if (any && !same) {
+            char have[256], want[256];
+            format_shape(have, sizeof have, a->nshape, a->shape);
+            format_shape(want, sizeof want, *ndim, shape);
+            return rt_error(NNK_ESHAPE, "kernel '%s': the iteration shape given, %s, is not the arguments' %s", k->name,
+                            have, want);
+        }
+        if (!any && k->reduction)
+            return rt_error(NNK_EINVAL, "kernel '%s' is a reduction: its iteration shape comes from a tensor argument "
+                            "(a zero-strided view costs no memory), not an explicit shape", k->name);
+        *ndim = a->nshape;
+        memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->nshape);
+        any = true;
+    }
     if (!any)
-        return rt_error(NNK_EINVAL, "kernel '%s' has no array input: pass its outputs (nnk_args_out)", k->name);
+        return rt_error(NNK_EINVAL, "kernel '%s' has no array input (but raw ones) to take its shape from: pass its outputs "
+                        "(nnk_args_out) or its shape (nnk_args_shape)", k->name);
     uint8_t red[NNK_MAX_DIMS] = {0};
     if (k->reduction) {
         for (int32_t i = 0; i < (a->naxes < 0 ? *ndim : a->naxes); i++) {

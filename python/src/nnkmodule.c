@@ -1630,7 +1630,7 @@ typedef struct {
 
 #define MAX_ARRAY_ARGS (2 * NNK_MAX_TENSORS)   /* more cannot bind: the runtime refuses them */
 
-static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx;
+static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx, *str_shape;
 
 /* A scalar argument: 1 added, 0 not a number, -1 error. */
 static int add_scalar(nnk_args *A, const char *name, PyObject *o)
@@ -1766,6 +1766,36 @@ static int set_axes(nnk_args *A, PyObject *v)
     return check(nnk_args_axes(A, (int32_t)n, axes));
 }
 
+/* shape=: the iteration shape of a kernel whose tensor inputs are all raw. */
+static int set_shape(nnk_args *A, PyObject *v)
+{
+    if (v == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(v, "shape: expected a tuple of ints");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t shape[NNK_MAX_DIMS];
+    if (n > NNK_MAX_DIMS) {
+        Py_DECREF(seq);
+        fail(NNK_ESHAPE, "shape: %zd dimensions; arrays have at most %d", n, NNK_MAX_DIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PySequence_Fast_GET_ITEM(seq, i);
+        long long e = PyIndex_Check(x) && !PyBool_Check(x) ? PyLong_AsLongLong(x) : (PyErr_SetString(PyExc_TypeError, ""), -1);
+        if (e == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_DECREF(seq);
+            fail(NNK_EINVAL, "shape: %R is not an integer that int64 holds", x);
+            return -1;
+        }
+        shape[i] = (int64_t)e;
+    }
+    Py_DECREF(seq);
+    return check(nnk_args_shape(A, (int32_t)n, shape));
+}
+
 static int kw_is(PyObject *name, PyObject *interned)
 {
     return name == interned || PyUnicode_Compare(name, interned) == 0;
@@ -1809,6 +1839,10 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
                 if (add_out(A, v, ca) < 0)
                     goto done;
             }
+        } else if (kw_is(name, str_shape) && nnk_kernel_param_index(self->k, "shape") < 0) {
+            /* (a parameter named shape takes its argument, as before) */
+            if (set_shape(A, v) < 0)
+                goto done;
         } else if (kw_is(name, str_axis)) {
             if (set_axes(A, v) < 0)
                 goto done;
@@ -2509,6 +2543,7 @@ static int intern(PyObject **slot, const char *s)
 PyMODINIT_FUNC PyInit__nnk(void)
 {
     if (intern(&str_out, "out") < 0 || intern(&str_axis, "axis") < 0 || intern(&str_keepdims, "keepdims") < 0 ||
+        intern(&str_shape, "shape") < 0 ||
         intern(&str_ctx, "ctx") < 0 || intern(&str_dlpack, "__dlpack__") < 0 ||
         intern(&str_dlpack_device, "__dlpack_device__") < 0 || intern(&str_max_version, "max_version") < 0 ||
         intern(&numpy_name, "numpy") < 0 || !(max_version_1 = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)))

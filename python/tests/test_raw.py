@@ -41,6 +41,23 @@ def test_stencil_and_gather(mod):
     assert np.array_equal(mod.coords(out=np.empty((3, 4), np.int64)), np.indices((3, 4))[0] * 10 + np.indices((3, 4))[1])
 
 
+def test_explicit_shape(mod):
+    """shape=: the iteration space of a kernel whose tensors are all raw."""
+    x = np.arange(12, dtype=np.float32) ** 2
+    assert np.array_equal(np.asarray(mod.stencil(x, shape=(12,))), _stencil_ref(x))
+    c = np.asarray(mod.coords(shape=(2, 3)))
+    assert np.array_equal(c, np.indices((2, 3))[0] * 10 + np.indices((2, 3))[1])
+    with pytest.raises(nnk.ShapeError, match="the iteration shape given, \\(5,\\), is not the arguments' \\(2,\\)"):
+        mod.take(np.ones(3, np.float32), np.zeros(2, np.int64), shape=(5,))
+    with pytest.raises(nnk.ArgumentError, match="pass its outputs .* or its shape"):
+        mod.stencil(x)
+    with pytest.raises(nnk.ArgumentError):
+        mod.coords(shape=(-1,))
+    # a parameter named shape takes its argument, as before shape= existed
+    sh = nnk.compile("elementwise f(shape: f32[]) -> (y: f32[]) { y = shape * 2; }")
+    assert np.array_equal(sh.f(shape=np.ones(3, np.float32)), np.full(3, 2))
+
+
 def test_range_errors_name_kernel_parameter_index(mod):
     t = np.arange(5, dtype=np.float64)
     with pytest.raises(nnk.RangeError, match=r"kernel 'take': flat index 5 of raw parameter 'table' is out of range \[0, 5\)"):

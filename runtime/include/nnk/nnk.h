@@ -293,6 +293,8 @@ int32_t nnk_kernel_output_count(const nnk_kernel *k);
  * NULL, is an inout parameter: the launch writes its array (its output
  * too, after the declared outputs).  0 for no such input. */
 int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name);
+/* The index of the parameter (inputs, then outputs) named `name`, or -1. */
+int32_t nnk_kernel_param_index(const nnk_kernel *k, const char *name);
 
 /* Arguments of a launch.  Positional inputs fill the kernel's parameters in
  * order; named ones match by name (inputs or outputs).  Scalars omitted
@@ -315,6 +317,10 @@ nnk_status nnk_args_out(nnk_args *a, nnk_array *y);
 /* Reduction axes (default: all); negative axes count from the end. */
 nnk_status nnk_args_axes(nnk_args *a, int32_t n, const int32_t *axes);
 nnk_status nnk_args_keepdims(nnk_args *a, int keepdims);
+/* The iteration shape of an elementwise kernel whose tensor inputs are all
+ * raw (language.md, "Raw parameters"), for the outputs it allocates; with
+ * other tensor inputs it must be their broadcast shape (NNK_ESHAPE). */
+nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape);
 /* The context of this launch (default: the kernel's). */
 nnk_status nnk_args_context(nnk_args *a, const nnk_context *ctx);
 /* After a launch: output i (given or allocated), as a new reference. */
