@@ -30,8 +30,9 @@ const ReducerInfo reducer_info[R_COUNT] = {
 };
 
 const OpInfo op_info[OP_COUNT] = {
-#define UNOP(id, sp, token, helper) {sp, "'" sp "'", NNK_TK_##token, 0, true, helper, OPF_VALUE},
-#define BINOP(id, sp, token, prec, helper, form) {sp, "'" sp "'", NNK_TK_##token, prec, false, helper, form},
+#define UNOP(id, sp, token, helper) {sp, "'" sp "'", NNK_TK_##token, 0, true, helper, OPF_VALUE, OPK_NONE, false},
+#define BINOP(id, sp, token, prec, helper, form, operands, commutes) \
+    {sp, "'" sp "'", NNK_TK_##token, prec, false, helper, form, operands, commutes},
 #include "ops.def"
 #undef UNOP
 #undef BINOP

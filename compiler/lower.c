@@ -346,9 +346,8 @@ static int32_t ir_binary(Lower *L, Op op, Type t, int32_t a, int32_t b)
     default:
         break;
     }
-    /* Commutative operators: a canonical operand order helps CSE. */
-    if ((op == BIN_ADD || op == BIN_MUL || op == BIN_EQ || op == BIN_NE || op == BIN_BITAND ||
-         op == BIN_BITOR || op == BIN_BITXOR) && a > b) {
+    /* Commutative operators (ops.def): a canonical operand order helps CSE. */
+    if (op_info[op].commutes && a > b) {
         int32_t tmp = a;
         a = b;
         b = tmp;

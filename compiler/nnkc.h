@@ -217,6 +217,7 @@ typedef enum { RR_SAME, RR_ACC, RR_MEAN, RR_BOOL, RR_INDEX, RR_CUSTOM } ReducerR
 typedef struct BuiltinInfo { const char *name; int min_args, max_args; BuiltinRule rule; } BuiltinInfo;
 typedef struct ReducerInfo { const char *name; ReducerRule rule; } ReducerInfo;
 typedef enum { OPF_VALUE, OPF_CAST, OPF_BOOL } OpForm; /* ops.def's form column */
+typedef enum { OPK_NONE, OPK_LOGIC, OPK_CMP, OPK_BITS, OPK_INT, OPK_ARITH } OpKind; /* its operands column */
 typedef struct OpInfo {
     const char *tok;    /* spelling */
     const char *quoted; /* "'+'", for messages */
@@ -225,6 +226,8 @@ typedef struct OpInfo {
     bool unary;
     const char *helper; /* nnk_<helper>_<type> for integer operands, or NULL */
     OpForm form;
+    OpKind operands;    /* binary: how sema types them */
+    bool commutes;      /* binary: lower.c may swap the operands */
 } OpInfo;
 extern const BuiltinInfo builtin_info[B_COUNT];
 extern const ReducerInfo reducer_info[R_COUNT];

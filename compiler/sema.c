@@ -337,48 +337,33 @@ static Expr *check_unary(Ctx *x, Expr *e)
     return finish(x, r);
 }
 
-static bool op_is_compare(Op op) { return op >= BIN_EQ && op <= BIN_GE; }
-
 static Expr *check_binary(Ctx *x, Expr *e)
 {
     Expr *a = check(x, e->a), *b = check(x, e->b);
     if (is_err(a) || is_err(b))
         return mk_error(x, e->range);
     Op op = (Op)e->op;
+    OpKind kind = op_info[op].operands; /* ops.def */
     Type t, res;
-    if (op == BIN_LAND || op == BIN_LOR) {
+    if (kind == OPK_LOGIC) {
         a = to_bool(x, a);
         b = to_bool(x, b);
         t = res = T_BOOL;
     } else {
         t = type_promote((Type)a->type, (Type)b->type);
-        switch (op) {
-        case BIN_MOD: case BIN_SHL: case BIN_SHR:
-            if (!type_is_int(t) && t != T_WINT) {
-                diag_error(x->c, e->name_range, "operator '%s' needs integer operands, but %s %s",
-                           op_info[op].tok, a->type == b->type ? "both are" : "they promote to", type_name(t));
-                if (op == BIN_MOD && (type_is_float(t) || t == T_WFLOAT))
-                    diag_note_plain(x->c, "use fmod(a, b) for the remainder of floats");
-                return mk_error(x, e->range);
-            }
-            break;
-        case BIN_BITAND: case BIN_BITOR: case BIN_BITXOR:
-            if (!type_is_int(t) && t != T_WINT && t != T_BOOL) {
-                diag_error(x->c, e->name_range, "operator '%s' needs integer operands, but %s %s",
-                           op_info[op].tok, a->type == b->type ? "both are" : "they promote to", type_name(t));
-                return mk_error(x, e->range);
-            }
-            break;
-        case BIN_ADD: case BIN_SUB: case BIN_MUL: case BIN_DIV:
-            if (t == T_BOOL)
-                t = T_I64; /* bool in arithmetic is 0/1 */
-            break;
-        default:
-            break;
+        bool integral = type_is_int(t) || t == T_WINT || (kind == OPK_BITS && t == T_BOOL);
+        if ((kind == OPK_INT || kind == OPK_BITS) && !integral) {
+            diag_error(x->c, e->name_range, "operator '%s' needs integer operands, but %s %s", op_info[op].tok,
+                       a->type == b->type ? "both are" : "they promote to", type_name(t));
+            if (op == BIN_MOD && (type_is_float(t) || t == T_WFLOAT))
+                diag_note_plain(x->c, "use fmod(a, b) for the remainder of floats");
+            return mk_error(x, e->range);
         }
+        if (kind == OPK_ARITH && t == T_BOOL)
+            t = T_I64; /* bool in arithmetic is 0/1 */
         a = promote_to(x, a, t);
         b = promote_to(x, b, t);
-        res = op_is_compare(op) ? T_BOOL : t;
+        res = kind == OPK_CMP ? T_BOOL : t;
     }
     if (is_const(a) && is_const(b)) {
         Value v;
