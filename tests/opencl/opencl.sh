@@ -6,6 +6,8 @@
 #    of building it;
 #  - none: no ICD loader at all (NNK_OPENCL_LIBRARY names no file), and an
 #    ICD loader that finds no driver (OCL_ICD_VENDORS, an empty directory);
+#  - reductions with NNK_OPENCL_FORCE=1, 2, 3: every reduction case of
+#    main in each layout;
 #  - nofp64: f64 on a device without cl_khr_fp64 (hidden);
 #  - oom: a device of 1 MiB (NNK_OPENCL_MEM_LIMIT).
 # PoCL compiles each kernel with LLVM the first time; POCL_CACHE_DIR under
@@ -28,6 +30,11 @@ rc=0
 "$t" main || rc=$?
 [ $rc -eq 0 ] || exit $rc
 "$t" cached
+# every reduction layout on every case: a work-group per output (1), a
+# work-item per output (2), split (3), whatever dispatch.c would choose
+for f in 1 2 3; do
+    NNK_OPENCL_FORCE=$f "$t" reductions
+done
 NNK_OPENCL_LIBRARY="$tmp/libOpenCL-none.so.1" "$t" none
 OCL_ICD_VENDORS="$tmp/vendors" OPENCL_VENDOR_PATH="$tmp/vendors" "$t" none
 NNK_OPENCL_HIDE_EXTENSIONS=cl_khr_fp64 "$t" nofp64

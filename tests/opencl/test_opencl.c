@@ -10,7 +10,8 @@
  *            not rebuilt (run after main with the same NNK_CACHE_DIR);
  *   none     NNK_OPENCL_LIBRARY names no library: 0 devices and the reason;
  *   oom      NNK_OPENCL_MEM_LIMIT: the runtime flushes its cache and
- *            retries once, then NNK_ENOMEM.
+ *            retries once, then NNK_ENOMEM;
+ *   reductions  the reductions of main alone (run under NNK_OPENCL_FORCE).
  * Exit 77 (skip) without an OpenCL device unless NNK_OPENCL_REQUIRED=1. */
 #include "internal.h"
 
@@ -646,6 +647,14 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "nofp64"))
         return mode_nofp64();
     int32_t n = have_devices();
+    if (!strcmp(mode, "reductions")) { /* under NNK_OPENCL_FORCE: the layouts */
+        nnk_context *rctx = NULL;
+        CHECK(nnk_get_extension_context("opencl", "", &rctx) == NNK_OK, "context");
+        if (rctx)
+            test_reductions(rctx);
+        nnk_context_free(rctx);
+        return finish();
+    }
     test_devices_and_contexts(n);
     nnk_context *ctx = NULL;
     CHECK(nnk_get_extension_context("opencl", "device_id=0", &ctx) == NNK_OK, "context: %s", nnk_last_error());
