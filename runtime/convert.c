@@ -10,6 +10,9 @@
 
 #include <string.h>
 
+/* Both switches name every nnk_dtype and have no default, so that a type
+ * added to types.def (and nnk/abi.h) without its conversion here is a
+ * -Wswitch warning (an error in CI), not a silent f64. */
 static Value load(const char *p, nnk_dtype t)
 {
     switch (t) {
@@ -25,8 +28,10 @@ static Value load(const char *p, nnk_dtype t)
     case NNK_F16: return value_float(T_F16, nnkc_f16_to_f32(*(const uint16_t *)p));
     case NNK_BF16: return value_float(T_BF16, nnkc_bf16_to_f32(*(const uint16_t *)p));
     case NNK_F32: return value_float(T_F32, *(const float *)p);
-    default: return value_float(T_F64, *(const double *)p);
+    case NNK_F64: return value_float(T_F64, *(const double *)p);
+    case NNK_DTYPE_COUNT: break; /* never: the callers check the dtypes */
     }
+    return value_int(T_BOOL, 0);
 }
 
 /* v already has type t. */
@@ -45,7 +50,8 @@ static void store(char *p, nnk_dtype t, Value v)
     case NNK_F16: *(uint16_t *)p = nnkc_f32_to_f16((float)v.v.f); break;
     case NNK_BF16: *(uint16_t *)p = nnkc_f32_to_bf16((float)v.v.f); break;
     case NNK_F32: *(float *)p = (float)v.v.f; break;
-    default: *(double *)p = v.v.f; break;
+    case NNK_F64: *(double *)p = v.v.f; break;
+    case NNK_DTYPE_COUNT: break; /* never: the callers check the dtypes */
     }
 }
 
