@@ -34,6 +34,15 @@ void emit_literal(Value v, Type t, Buf *out)
 {
     Type ct = type_compute(t);
     v = value_adopt(v, t);
+    if (type_is_complex(ct)) {
+        Type p = type_part(ct);
+        buf_printf(out, "nnk_mk_%s(", type_name(ct));
+        emit_literal(value_float(p, v.v.f), p, out);
+        buf_puts(out, ", ");
+        emit_literal(value_float(p, v.im), p, out);
+        buf_puts(out, ")");
+        return;
+    }
     if (type_is_float(ct)) {
         double f = v.v.f;
         if (f != f)
@@ -83,6 +92,23 @@ void emit_convert(Type from, Type to, const char *v, Buf *out)
     Type cf = type_compute(from), ct = type_compute(to);
     if (from == to) {
         buf_puts(out, v);
+    } else if (type_is_complex(from) || type_is_complex(to)) {
+        /* part by part; a real value is the real part, and to a real type
+         * goes the real part (numpy's astype); to bool: either part */
+        if (type_is_complex(from) && type_is_complex(to)) {
+            buf_printf(out, "nnk_%s_to_%s(%s)", type_name(from), type_name(to), v);
+        } else if (type_is_complex(to)) {
+            buf_printf(out, "nnk_mk_%s(", type_name(to));
+            emit_convert(from, type_part(to), v, out);
+            buf_printf(out, ", %s)", to == T_C64 ? "0.0f" : "0.0");
+        } else if (to == T_BOOL) {
+            buf_printf(out, "nnk_truth_%s(%s)", type_name(from), v);
+        } else {
+            Buf re = {0};
+            buf_printf(&re, "(%s).re", v);
+            emit_convert(type_part(from), to, re.data, out);
+            buf_free(&re);
+        }
     } else if (to == T_BOOL) {
         buf_printf(out, "(uint8_t)(%s != 0)", v);
     } else if (to == T_F16 || to == T_BF16) {
@@ -195,8 +221,14 @@ static void emit_binary(const EmitAccess *ac, const IrNode *n, Buf *out)
     emit_ref(ac, n->b, &b);
     Type ot = (Type)ac->k->nodes[n->a].type;
     const OpInfo *op = &op_info[n->sub];
-    /* ops.def: integers through the prelude's helper, else C's operator typed by the row's form */
-    if (op->helper && is_int_type(ot))
+    /* ops.def: integers through the prelude's helper, else C's operator typed by the row's form;
+     * complex values through their helpers (sema lets only these reach them) */
+    if (type_is_complex(ot)) {
+        const char *h = n->sub == BIN_EQ ? "eq" : n->sub == BIN_NE ? "ne" : op->helper;
+        nnkc_assert(h && (n->sub == BIN_EQ || n->sub == BIN_NE || n->sub == BIN_ADD || n->sub == BIN_SUB ||
+                          n->sub == BIN_MUL || n->sub == BIN_DIV));
+        buf_printf(out, "nnk_%s_%s(%s, %s)", h, type_name(ot), a.data, b.data);
+    } else if (op->helper && is_int_type(ot))
         buf_printf(out, "nnk_%s_%s(%s, %s)", op->helper, type_suffix(ot), a.data, b.data);
     else if (op->form == OPF_CAST)
         buf_printf(out, "(%s)(%s %s %s)", ctype(ot), a.data, op->tok, b.data);
@@ -285,7 +317,7 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
         Type t = (Type)n->type;
         Buf a = {0};
         emit_ref(ac, n->a, &a);
-        if (n->sub == UN_NEG && is_int_type(t))
+        if (n->sub == UN_NEG && (is_int_type(t) || type_is_complex(t)))
             buf_printf(out, "nnk_%s_%s(%s)", op_info[n->sub].helper, type_suffix(t), a.data);
         else if (n->sub == UN_NEG)
             buf_printf(out, "-%s", a.data);
@@ -323,7 +355,7 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
             emit_choice(ac, n, out);
             break;
         }
-        if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(ot)) {
+        if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(ot) && !type_is_complex(ot)) {
             buf_puts(out, bi == B_ISFINITE ? "(uint8_t)1" : "(uint8_t)0");
             break;
         }
@@ -414,13 +446,13 @@ void emit_red_combine(const IrReducer *r, const char *comb, const char *dst, con
     const char *sfx = type_suffix(t);
     switch (r->kind) {
     case R_SUM: case R_MEAN:
-        if (type_is_int(t))
+        if (type_is_int(t) || type_is_complex(t))
             buf_printf(out, "%s = nnk_add_%s(%s, %s);\n", dst, sfx, a, b);
         else
             buf_printf(out, "%s = %s + %s;\n", dst, a, b);
         break;
     case R_PROD:
-        if (type_is_int(t))
+        if (type_is_int(t) || type_is_complex(t))
             buf_printf(out, "%s = nnk_mul_%s(%s, %s);\n", dst, sfx, a, b);
         else
             buf_printf(out, "%s = %s * %s;\n", dst, a, b);
@@ -462,7 +494,11 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
     Type res = type_compute(r->res_type);
     switch (r->kind) {
     case R_MEAN:
-        if (type_is_float(r->acc_type)) {
+        if (type_is_complex(r->acc_type)) {
+            /* each part divided by n (numpy multiplies by 1/n) */
+            const char *p = ctype(type_part(r->acc_type));
+            buf_printf(out, "nnk_mk_%s(%s.re / (%s)%s, %s.im / (%s)%s)", type_name(r->acc_type), acc, p, n, acc, p, n);
+        } else if (type_is_float(r->acc_type)) {
             Buf q = {0};
             buf_printf(&q, "%s / (%s)%s", acc, ctype(r->acc_type), n);
             emit_convert(r->acc_type, res, q.data, out);

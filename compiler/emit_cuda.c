@@ -72,6 +72,7 @@ static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, B
 static const char *vec_type(int bytes)
 {
     switch (bytes) {
+    case 1: return "unsigned char"; /* a bool beside a c128 (16 bytes: one element a vector) */
     case 2: return "unsigned short";
     case 4: return "unsigned";
     case 8: return "uint2";

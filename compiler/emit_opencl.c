@@ -272,10 +272,38 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     tbool(d, "has_tensor_outs", has_tensor);
 }
 
+/* Whether the instance has a complex value anywhere: the OpenCL prelude
+ * has no c64/c128 (docs/language.md, "Complex numbers"). */
+static bool uses_complex(const EmitOperands *o)
+{
+    const IrKernel *k = o->k;
+    for (int op = 0; op < o->nops; op++)
+        if (type_is_complex(o->storage[op]) || type_is_complex(o->type[op]))
+            return true;
+    for (int r = 0; r < k->nreds; r++)
+        if (type_is_complex(k->reds[r].acc_type) || type_is_complex(k->reds[r].arg_type))
+            return true;
+    for (int i = 0; i < k->nnodes; i++)
+        if (type_is_complex((Type)k->nodes[i].type) ||
+            (k->nodes[i].op == IR_CAST && k->nodes[i].sub < T_NSCALAR && type_is_complex((Type)k->nodes[i].sub)))
+            return true;
+    return false;
+}
+
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
     if (!emit_plan_reads_supported(c, instances, "OpenCL"))
         return;
+    for (int i = 0; i < instances->n; i++) {
+        const Instance *in = instances->items[i];
+        EmitOperands o;
+        emit_operands_init(&o, in);
+        if (uses_complex(&o)) {
+            diag_error_plain(c, "instance '%s' computes with complex values, which the OpenCL target does not have "
+                                "(use --target=c or --target=cuda)", in->display);
+            return;
+        }
+    }
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};

@@ -18,7 +18,7 @@
 #include "../templates/c/vmath.h" /* the generated code's f32 exp, log, sin, ... */
 
 const BuiltinInfo builtin_info[B_COUNT] = {
-#define BUILTIN(id, name, lo, hi, rule) {name, lo, hi, rule},
+#define BUILTIN(id, name, lo, hi, rule, cx) {name, lo, hi, rule, cx},
 #include "builtins.def"
 #undef BUILTIN
 };
@@ -165,7 +165,7 @@ static double round_compute(Type t, double f)
 
 Value value_int(Type t, int64_t i)
 {
-    if (type_is_float(t) || t == T_WFLOAT)
+    if (type_is_float(t) || t == T_WFLOAT || type_is_complex(t))
         return value_float(t, (double)i);
     return wrap(t, (uint64_t)i);
 }
@@ -173,19 +173,29 @@ Value value_int(Type t, int64_t i)
 Value value_float(Type t, double f)
 {
     Value v = {.type = t};
-    v.v.f = round_compute(t, f);
+    v.v.f = round_compute(type_part(t), f);
     return v;
 }
 
+Value value_complex(Type t, double re, double im)
+{
+    Value v = value_float(t, re);
+    v.im = round_compute(type_part(t), im);
+    return v;
+}
+
+/* The real part of a complex value. */
 double value_as_double(Value v)
 {
-    if (type_is_float(v.type) || v.type == T_WFLOAT)
+    if (type_is_float(v.type) || v.type == T_WFLOAT || type_is_complex(v.type))
         return v.v.f;
     return is_unsigned(v.type) ? (double)v.v.u : (double)v.v.i;
 }
 
 bool value_truth(Value v)
 {
+    if (type_is_complex(v.type))
+        return v.v.f != 0 || v.im != 0;
     if (type_is_float(v.type) || v.type == T_WFLOAT)
         return v.v.f != 0;           /* NaN is true, as in C and numpy */
     return is_unsigned(v.type) ? v.v.u != 0 : v.v.i != 0;
@@ -224,6 +234,16 @@ Value value_cast(Value v, Type to)
         return value_float(T_WFLOAT, value_as_double(v));
     if (to == v.type || to >= T_NSCALAR)
         return v;
+    /* Complex: each part converts as the real type of the part does; a
+     * real value is the real part; to a real type goes the real part
+     * (numpy's astype). */
+    if (type_is_complex(to)) {
+        Value re = value_cast(type_is_complex(v.type) ? value_float(type_part(v.type), v.v.f) : v, type_part(to));
+        Value im = value_cast(value_float(type_is_complex(v.type) ? type_part(v.type) : T_F64, v.im), type_part(to));
+        return value_complex(to, re.v.f, im.v.f);
+    }
+    if (type_is_complex(v.type))
+        return value_cast(value_float(type_part(v.type), v.v.f), to);
     if (type_is_float(to)) {
         /* One rounding from the exact value, as the generated code does:
          * integers convert directly (not through double, which would round
@@ -276,6 +296,15 @@ Value value_adopt(Value v, Type to)
 bool fold_unary(Op op, Type t, Value a, Value *out)
 {
     a = value_adopt(a, t);
+    if (type_is_complex(t)) {
+        if (op == UN_NEG)
+            *out = value_complex(t, -a.v.f, -a.im);
+        else if (op == UN_NOT)
+            *out = wrap(T_BOOL, !value_truth(a));
+        else
+            return false;
+        return true;
+    }
     bool fl = type_is_float(t) || t == T_WFLOAT;
     switch (op) {
     case UN_NEG:
@@ -333,6 +362,17 @@ bool fold_binary(Op op, Type t, Value a, Value b, Value *out)
     }
     a = value_adopt(a, t);
     b = value_adopt(b, t);
+    if (type_is_complex(t)) {
+        /* + - == != are exact per part; * and / are left to the generated
+         * code (one formula, templates/complex.tmpl, not a second copy) */
+        switch (op) {
+        case BIN_ADD: *out = value_complex(t, a.v.f + b.v.f, a.im + b.im); return true;
+        case BIN_SUB: *out = value_complex(t, a.v.f - b.v.f, a.im - b.im); return true;
+        case BIN_EQ: *out = wrap(T_BOOL, a.v.f == b.v.f && a.im == b.im); return true;
+        case BIN_NE: *out = wrap(T_BOOL, !(a.v.f == b.v.f && a.im == b.im)); return true;
+        default: return false;
+        }
+    }
     bool fl = type_is_float(t) || t == T_WFLOAT;
     bool uns = is_unsigned(t);
     bool unord;
@@ -472,11 +512,36 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     }
 }
 
+/* Built-ins of complex values: the exact ones (the parts, conj, the
+ * constructor, a choice); the others are computed by the generated code. */
+static bool fold_complex(Builtin bi, Type t, const Value *args, const Value *a, int n, Value *out)
+{
+    (void)n;
+    switch (bi) {
+    case B_WHERE: *out = value_truth(args[0]) ? value_adopt(args[1], t) : value_adopt(args[2], t); return true;
+    case B_REAL: *out = value_float(type_part(args[0].type), args[0].v.f); return true;
+    case B_IMAG: *out = value_float(type_part(args[0].type), args[0].im); return true;
+    case B_CONJ: *out = value_complex(t, a[0].v.f, -a[0].im); return true;
+    case B_COMPLEX: /* t: the type of the parts */
+        *out = value_complex(t == T_F64 ? T_C128 : T_C64, value_as_double(a[0]), value_as_double(a[1]));
+        return true;
+    case B_ISNAN: case B_ISINF: case B_ISFINITE: {
+        double re = args[0].v.f, im = args[0].im;
+        *out = wrap(T_BOOL, bi == B_ISNAN ? re != re || im != im
+                          : bi == B_ISINF ? isinf(re) || isinf(im) : isfinite(re) && isfinite(im));
+        return true;
+    }
+    default: return false;
+    }
+}
+
 bool fold_builtin(Builtin bi, Type t, const Value *args, int n, Value *out)
 {
     Value a[3];
     for (int i = 0; i < n && i < 3; i++)
         a[i] = value_adopt(args[i], t);
+    if (type_is_complex(t) || (n > 0 && type_is_complex(args[0].type)) || bi == B_COMPLEX)
+        return fold_complex(bi, t, args, a, n, out);
     switch (bi) {
     case B_WHERE:
         *out = value_truth(args[0]) ? value_adopt(args[1], t) : value_adopt(args[2], t);

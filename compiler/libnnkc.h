@@ -37,8 +37,8 @@ typedef enum {
 } Type;
 
 typedef enum {
-    CLASS_BOOL, CLASS_INT, CLASS_UINT, CLASS_FLOAT, /* of a scalar type */
-    CLASS_NUM, CLASS_ANY,                           /* generic-only */
+    CLASS_BOOL, CLASS_INT, CLASS_UINT, CLASS_FLOAT, CLASS_COMPLEX, /* of a scalar type */
+    CLASS_NUM, CLASS_ANY,                                          /* generic-only */
     CLASS_NONE
 } TypeClass;
 
@@ -55,12 +55,15 @@ typedef struct Value {
     union {
         int64_t i;  /* signed types, bool, T_WINT */
         uint64_t u; /* unsigned types */
-        double f;   /* floats (value already rounded to the type), T_WFLOAT */
+        double f;   /* floats (value already rounded to the type), T_WFLOAT;
+                     * the real part of c64/c128 */
     } v;
+    double im;      /* the imaginary part of c64/c128 (0 otherwise) */
 } Value;
 
 Value value_int(Type t, int64_t i);
 Value value_float(Type t, double f);
+Value value_complex(Type t, double re, double im); /* c64/c128, parts rounded */
 Value value_cast(Value v, Type to);    /* with the generated code's conversions */
 /* f16 / bf16 bit conversions shared with the runtime (round to nearest even). */
 uint16_t nnkc_f32_to_f16(float f);

@@ -155,7 +155,9 @@ static bool is_const_node(Lower *L, int32_t id, Value *v)
 static bool const_is(Lower *L, int32_t id, double x)
 {
     Value v;
-    return is_const_node(L, id, &v) && value_as_double(v) == x;
+    /* (not for complex values: x * (1 + 0i) is not x bit for bit when a
+     * part is infinite or -0, so no identity applies to them) */
+    return is_const_node(L, id, &v) && !type_is_complex(v.type) && value_as_double(v) == x;
 }
 
 /* ---- constructors with folding and algebraic identities -------------------- */
@@ -387,7 +389,7 @@ static int32_t ir_call(Lower *L, Builtin bi, Type t, const int32_t *args, int na
     /* Integers and bools are never NaN or infinite: a constant, and the
      * operand is not loaded at all. */
     Type at = (Type)N(L, args[0])->type;
-    if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(at))
+    if ((bi == B_ISNAN || bi == B_ISINF || bi == B_ISFINITE) && !type_is_float(at) && !type_is_complex(at))
         return ir_const(L, value_int(T_BOOL, bi == B_ISFINITE));
     /* An integer's sign bit is x < 0 (numpy): no helper per integer type. */
     if (bi == B_SIGNBIT && !type_is_float(at))

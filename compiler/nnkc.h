@@ -163,6 +163,9 @@ static inline bool type_is_float(Type t) { return t < T_NSCALAR && type_info[t].
 static inline bool type_is_int(Type t) { return t < T_NSCALAR && (type_info[t].cls == CLASS_INT || type_info[t].cls == CLASS_UINT); }
 static inline bool type_is_signed(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_INT; }
 static inline bool type_is_weak(Type t) { return t == T_WINT || t == T_WFLOAT; }
+static inline bool type_is_complex(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_COMPLEX; }
+/* The type of a complex type's parts (c64: f32, c128: f64), others unchanged. */
+static inline Type type_part(Type t) { return t == T_C64 ? T_F32 : t == T_C128 ? T_F64 : t; }
 Type type_concrete(Type t);         /* weak int -> i64, weak float -> f64 */
 Type type_compute(Type t);          /* f16, bf16 -> f32 */
 Type type_accum(Type t);            /* sum/prod accumulator type */
@@ -198,7 +201,7 @@ typedef enum {
 } Op;
 
 typedef enum {
-#define BUILTIN(id, name, lo, hi, rule) B_##id,
+#define BUILTIN(id, ...) B_##id,
 #include "builtins.def"
 #undef BUILTIN
     B_COUNT
@@ -211,10 +214,11 @@ typedef enum {
     R_COUNT
 } ReducerKind;
 
-typedef enum { BR_FLOAT, BR_NUM, BR_ROUND, BR_PRED, BR_SELECT } BuiltinRule;
+typedef enum { BR_FLOAT, BR_NUM, BR_ROUND, BR_PRED, BR_SELECT, BR_COMPLEX } BuiltinRule;
+typedef enum { CX_NO, CX_SAME, CX_PART, CX_PRED } BuiltinComplex;
 typedef enum { RR_SAME, RR_ACC, RR_MEAN, RR_BOOL, RR_INDEX, RR_CUSTOM } ReducerRule;
 
-typedef struct BuiltinInfo { const char *name; int min_args, max_args; BuiltinRule rule; } BuiltinInfo;
+typedef struct BuiltinInfo { const char *name; int min_args, max_args; BuiltinRule rule; BuiltinComplex cx; } BuiltinInfo;
 typedef struct ReducerInfo { const char *name; ReducerRule rule; } ReducerInfo;
 typedef enum { OPF_VALUE, OPF_CAST, OPF_BOOL } OpForm; /* ops.def's form column */
 typedef enum { OPK_NONE, OPK_LOGIC, OPK_CMP, OPK_BITS, OPK_INT, OPK_ARITH } OpKind; /* its operands column */

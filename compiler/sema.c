@@ -264,13 +264,13 @@ static bool check_generics(Compiler *c, const List *gens)
     for (int i = 0; i < gens->n; i++) {
         Generic *g = gens->items[i];
         if (g->cls == CLASS_NONE) {
-            static const char *const classes[] = {"float", "int", "uint", "num", "any"};
-            const char *s = diag_suggest(g->cls_name, classes, 5);
+            static const char *const classes[] = {"float", "int", "uint", "complex", "num", "any"};
+            const char *s = diag_suggest(g->cls_name, classes, 6);
             if (s)
                 diag_error(c, g->cls_range, "unknown type class '%s'; did you mean '%s'?", g->cls_name, s);
             else
                 diag_error(c, g->cls_range, "unknown type class '%s'", g->cls_name);
-            diag_note(c, g->cls_range, "the classes are float, int, uint, num and any");
+            diag_note(c, g->cls_range, "the classes are float, int, uint, complex, num and any");
             ok = false;
         }
         if (type_lookup(g->name, strlen(g->name)) != T_NONE) {
@@ -359,6 +359,12 @@ static Expr *check_binary(Ctx *x, Expr *e)
                 diag_note_plain(x->c, "use fmod(a, b) for the remainder of floats");
             return mk_error(x, e->range);
         }
+        if (kind == OPK_CMP && op != BIN_EQ && op != BIN_NE && type_is_complex(t)) {
+            diag_error(x->c, e->name_range, "operator '%s' needs ordered operands, but %s %s", op_info[op].tok,
+                       a->type == b->type ? "both are" : "they promote to", type_name(t));
+            diag_note_plain(x->c, "complex numbers have no order; compare abs(z) or real(z)");
+            return mk_error(x, e->range);
+        }
         if (kind == OPK_ARITH && t == T_BOOL)
             t = T_I64; /* bool in arithmetic is 0/1 */
         a = promote_to(x, a, t);
@@ -409,7 +415,33 @@ static void arity_error(Ctx *x, Expr *e, const char *what, int lo, int hi)
                    e->args.n == 1 ? "was" : "were");
 }
 
+/* A complex-valued built-in's result type (builtins.def's cx column), or
+ * T_ERROR after the diagnostic. */
+static Type complex_result(Ctx *x, Expr *e, const BuiltinInfo *info, Type t)
+{
+    switch (info->cx) {
+    case CX_SAME: return t;
+    case CX_PART: return type_part(t);
+    case CX_PRED: return T_BOOL;
+    default:
+        diag_error(x->c, e->range, "'%s' is not defined for complex values, but its argument%s %s %s", info->name,
+                   e->args.n == 1 ? "" : "s", e->args.n == 1 ? "is" : "promote to", type_name(t));
+        if (info->rule == BR_NUM || info->rule == BR_ROUND)
+            diag_note_plain(x->c, "complex numbers have no order; apply it to real(z) or abs(z)");
+        return T_ERROR;
+    }
+}
+
+/* check_builtin with a result type fixed by the caller (c64(re, im)), or
+ * T_NONE for the built-in's own rule. */
+static Expr *check_builtin_as(Ctx *x, Expr *e, Builtin bi, Type fixed);
+
 static Expr *check_builtin(Ctx *x, Expr *e, Builtin bi)
+{
+    return check_builtin_as(x, e, bi, T_NONE);
+}
+
+static Expr *check_builtin_as(Ctx *x, Expr *e, Builtin bi, Type fixed)
 {
     const BuiltinInfo *info = &builtin_info[bi];
     if (e->args.n < info->min_args || e->args.n > info->max_args) {
@@ -433,7 +465,33 @@ static Expr *check_builtin(Ctx *x, Expr *e, Builtin bi)
     for (int i = 1; i < e->args.n; i++)
         t = type_promote(t, (Type)args[i]->type);
     Type res = t;
-    switch (info->rule) {
+    if (info->rule == BR_COMPLEX) {
+        /* complex(re, im): real parts of one type, c128 unless both fit f32 */
+        if (type_is_complex(t)) {
+            diag_error(x->c, e->range, "the parts of '%s' must be real, but they promote to %s",
+                       fixed != T_NONE ? type_name(fixed) : info->name, type_name(t));
+            return mk_error(x, e->range);
+        }
+        res = fixed != T_NONE ? fixed : type_is_float(t) && t != T_F64 ? T_C64 : T_C128;
+        t = type_part(res);
+    } else if (type_is_complex(t)) {
+        res = complex_result(x, e, info, t);
+        if (res == T_ERROR)
+            return mk_error(x, e->range);
+    } else if (bi == B_REAL || bi == B_CONJ || bi == B_IMAG) {
+        /* of a real number: itself, and 0 of its type (numpy) */
+        if (t == T_BOOL) {
+            diag_error(x->c, e->range, "'%s' needs a number, but its argument is bool", info->name);
+            return mk_error(x, e->range);
+        }
+        if (bi != B_IMAG)
+            return args[0];
+        Expr *zero = mk_const(x, value_int(T_WINT, 0), e->range);
+        return convert(x, zero, t, false);
+    }
+    if (type_is_complex(t) || info->rule == BR_COMPLEX) {
+        /* no real rule below applies */
+    } else switch (info->rule) {
     case BR_FLOAT:
         /* Integers compute in f64 as in numpy; literals stay literals. */
         if (t == T_WINT)
@@ -549,12 +607,18 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
         return mk_error(x, e->range);
     Type at = type_concrete((Type)arg->type), res = at;
     Expr *ident = NULL, *combine = NULL;
+    if (type_is_complex(at) && (reducer_info[rk].rule == RR_SAME || reducer_info[rk].rule == RR_INDEX)) {
+        diag_error(x->c, e->name_range, "reducer '%s' needs ordered values, but its argument is %s", name,
+                   type_name(at));
+        diag_note_plain(x->c, "complex numbers have no order; reduce abs(z) or real(z)");
+        return mk_error(x, e->range);
+    }
     switch (reducer_info[rk].rule) {
     case RR_ACC:
-        res = type_is_float(at) ? at : type_accum(at);
+        res = type_is_float(at) || type_is_complex(at) ? at : type_accum(at);
         break;
     case RR_MEAN:
-        res = type_is_float(at) ? at : T_F64;
+        res = type_is_float(at) || type_is_complex(at) ? at : T_F64;
         break;
     case RR_SAME:
         break;
@@ -726,7 +790,7 @@ static bool check_tuple_reduce(Ctx *x, Expr *e, int nnames, Range names_at, Expr
     return true;
 }
 
-static const char *const generic_class_names[] = {"bool", "int", "uint", "float", "num", "any"};
+static const char *const generic_class_names[] = {"bool", "int", "uint", "float", "complex", "num", "any"};
 
 static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
 {
@@ -889,10 +953,12 @@ static Expr *check_call(Ctx *x, Expr *e)
     if (ct == T_NONE)
         ct = generic_lookup(x, e->name);
     if (ct != T_NONE) {
+        if (type_is_complex(ct) && e->args.n == 2)
+            return check_builtin_as(x, e, B_COMPLEX, ct);
         if (e->args.n != 1) {
             char what[64];
             snprintf(what, sizeof what, "conversion to '%s'", e->name);
-            arity_error(x, e, what, 1, 1);
+            arity_error(x, e, what, 1, type_is_complex(ct) ? 2 : 1);
             return mk_error(x, e->range);
         }
         Expr *a = check(x, e->args.items[0]);
@@ -1444,6 +1510,13 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         if (ip->tensor && storage && storage[si] != T_NONE)
             ip->storage = storage[si];
         si += ip->tensor;
+        if (!ip->tensor && type_is_complex(ip->type)) {
+            /* nnk_scalar (nnk/abi.h) holds 8 bytes: a c128 does not fit */
+            diag_error(c, p->ty.range, "scalar parameter '%s' cannot be %s", p->name, type_name(ip->type));
+            diag_note_plain(c, "pass a complex scalar as a tensor ('%s: %s[]' broadcasts a one-element array), or "
+                               "as its real and imaginary parts", p->name, type_name(ip->type));
+            ip->type = T_ERROR;
+        }
         Expr *pv = mk(&x, E_PARAM, ip->type, p->range);
         pv->index = i;
         pv->vary = ip->tensor && !ip->raw ? VARY_ELEM : VARY_UNIFORM;

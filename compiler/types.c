@@ -19,7 +19,7 @@ const TypeInfo type_info[T_NSCALAR] = {
 #undef TYPE
 _Static_assert((int)T_NSCALAR == (int)NNK_DTYPE_COUNT, "nnk_dtype lists the rows of types.def");
 
-static const char *const class_names[] = {"bool", "int", "uint", "float", "num", "any"};
+static const char *const class_names[] = {"bool", "int", "uint", "float", "complex", "num", "any"};
 
 const char *type_name(Type t)
 {
@@ -72,6 +72,7 @@ Type class_default(TypeClass c)
     case CLASS_INT: return T_I32;
     case CLASS_UINT: return T_U32;
     case CLASS_BOOL: return T_BOOL;
+    case CLASS_COMPLEX: return T_C64;
     default: return T_F32;
     }
 }
@@ -103,12 +104,18 @@ Type type_promote(Type a, Type b)
     if (a == T_WINT)                   /* a literal takes the other type */
         return b == T_BOOL ? T_I64 : b;
     if (a == T_WFLOAT)
-        return type_is_float(b) ? b : T_F64;
+        return type_is_float(b) || type_is_complex(b) ? b : T_F64;
     /* Two typed operands. */
     if (a == T_BOOL)
         return b;
     if (b == T_BOOL)
         return a;
+    /* Complex with anything: the complex type whose part holds both (numpy:
+     * c64 + f64 and c64 + i32 are c128; c64 + f16, c64 + i16 are c64). */
+    if (type_is_complex(a) || type_is_complex(b)) {
+        Type r = type_promote(type_part(a), type_part(b));
+        return r == T_F64 ? T_C128 : T_C64;
+    }
     const TypeInfo *ia = &type_info[a], *ib = &type_info[b];
     if (ia->cls == CLASS_FLOAT && ib->cls == CLASS_FLOAT) {
         if (ia->bits != ib->bits)
@@ -143,6 +150,7 @@ Type type_accum(Type t)
     t = type_concrete(t);
     switch (t < T_NSCALAR ? type_info[t].cls : CLASS_NONE) {
     case CLASS_FLOAT: return t == T_F64 ? T_F64 : T_F32;
+    case CLASS_COMPLEX: return t;
     case CLASS_UINT: return T_U64;
     case CLASS_INT:
     case CLASS_BOOL: return T_I64;
@@ -168,6 +176,10 @@ bool type_narrows(Type from, Type to)
     const TypeInfo *f = &type_info[from], *t = &type_info[to];
     if (to == T_BOOL)
         return true;
+    if (type_is_complex(from))         /* the imaginary part goes, or precision */
+        return !type_is_complex(to) || type_narrows(type_part(from), type_part(to));
+    if (type_is_complex(to))
+        return type_narrows(from, type_part(to));
     if (f->cls == CLASS_FLOAT)
         return t->cls != CLASS_FLOAT || mantissa_bits(to) < mantissa_bits(from) ||
                (from == T_F16 && to == T_BF16);

@@ -29,6 +29,8 @@ static Value load(const char *p, nnk_dtype t)
     case NNK_BF16: return value_float(T_BF16, nnkc_bf16_to_f32(*(const uint16_t *)p));
     case NNK_F32: return value_float(T_F32, *(const float *)p);
     case NNK_F64: return value_float(T_F64, *(const double *)p);
+    case NNK_C64: return value_complex(T_C64, ((const float *)p)[0], ((const float *)p)[1]);
+    case NNK_C128: return value_complex(T_C128, ((const double *)p)[0], ((const double *)p)[1]);
     case NNK_DTYPE_COUNT: break; /* never: the callers check the dtypes */
     }
     return value_int(T_BOOL, 0);
@@ -51,6 +53,8 @@ static void store(char *p, nnk_dtype t, Value v)
     case NNK_BF16: *(uint16_t *)p = nnkc_f32_to_bf16((float)v.v.f); break;
     case NNK_F32: *(float *)p = (float)v.v.f; break;
     case NNK_F64: *(double *)p = v.v.f; break;
+    case NNK_C64: ((float *)p)[0] = (float)v.v.f, ((float *)p)[1] = (float)v.im; break;
+    case NNK_C128: ((double *)p)[0] = v.v.f, ((double *)p)[1] = v.im; break;
     case NNK_DTYPE_COUNT: break; /* never: the callers check the dtypes */
     }
 }
@@ -96,6 +100,8 @@ void rt_copy_strided(int32_t ndim, const int64_t *shape, void *dst, nnk_dtype dt
 nnk_scalar rt_scalar_from_f64(nnk_dtype t, double x)
 {
     nnk_scalar s = {0};
+    if (t == NNK_C64 || t == NNK_C128)
+        return s; /* no complex scalar parameters (a c128 is 16 bytes) */
     Value v = value_cast(value_float(T_F64, x), (Type)t);
     store((char *)&s, t, v);
     return s;
@@ -104,6 +110,8 @@ nnk_scalar rt_scalar_from_f64(nnk_dtype t, double x)
 nnk_scalar rt_scalar_from_i64(nnk_dtype t, int64_t x)
 {
     nnk_scalar s = {0};
+    if (t == NNK_C64 || t == NNK_C128)
+        return s;
     Value v = value_cast(value_int(T_I64, x), (Type)t);
     store((char *)&s, t, v);
     return s;

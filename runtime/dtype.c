@@ -33,7 +33,8 @@ nnk_status nnk_dtype_parse(const char *name, nnk_dtype *out)
         {"float16", NNK_F16}, {"half", NNK_F16}, {"bfloat16", NNK_BF16}, {"float32", NNK_F32},
         {"float", NNK_F32}, {"float64", NNK_F64}, {"double", NNK_F64}, {"int8", NNK_I8},
         {"int16", NNK_I16}, {"int32", NNK_I32}, {"int64", NNK_I64}, {"uint8", NNK_U8},
-        {"uint16", NNK_U16}, {"uint32", NNK_U32}, {"uint64", NNK_U64},
+        {"uint16", NNK_U16}, {"uint32", NNK_U32}, {"uint64", NNK_U64}, {"complex64", NNK_C64},
+        {"complex128", NNK_C128},
     };
     if (!name || !out)
         return rt_error(NNK_EINVAL, "nnk_dtype_parse: NULL argument");
@@ -43,5 +44,5 @@ nnk_status nnk_dtype_parse(const char *name, nnk_dtype *out)
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (strcasecmp(name, aliases[i].alias) == 0)
             return *out = aliases[i].t, NNK_OK;
-    return rt_error(NNK_EINVAL, "unknown dtype '%s' (expected bool, i8..i64, u8..u64, f16, bf16, f32, f64)", name);
+    return rt_error(NNK_EINVAL, "unknown dtype '%s' (expected bool, i8..i64, u8..u64, f16, bf16, f32, f64, c64, c128)", name);
 }

@@ -583,6 +583,11 @@ static nnk_status bind_types(call *c)
         if (k->kind != RT_KERNEL_MODULE && have != logical)
             return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' has dtype %s, but the array has dtype %s", k->name,
                             pm->name, nnk_dtype_name(logical), nnk_dtype_name(have));
+        /* a complex array read or written as a real parameter would lose
+         * the imaginary part (numpy refuses the cast too) */
+        if ((have == NNK_C64 || have == NNK_C128) && logical != NNK_C64 && logical != NNK_C128)
+            return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' is %s, but the array is %s (pass real(z) or abs(z))",
+                            k->name, pm->name, nnk_dtype_name(logical), nnk_dtype_name(have));
         c->storage[t++] = (uint8_t)have;
     }
     return NNK_OK;

@@ -48,11 +48,16 @@ _C_STORAGE = {"uint8_t": ("c_uint8", "uint8"), "uint16_t": ("c_uint16", "uint16"
               "uint32_t": ("c_uint32", "uint32"), "uint64_t": ("c_uint64", "uint64"),
               "int8_t": ("c_int8", "int8"), "int16_t": ("c_int16", "int16"),
               "int32_t": ("c_int32", "int32"), "int64_t": ("c_int64", "int64"),
-              "float": ("c_float", "float32"), "double": ("c_double", "float64")}
-CT = {t["name"]: getattr(ctypes, _C_STORAGE[t["storage"]][0]) for t in TYPES}
+              "float": ("c_float", "float32"), "double": ("c_double", "float64"),
+              "nnk_c64": (None, "complex64"), "nnk_c128": (None, "complex128")}
+# complex: a pair of the part's type (real part first, as numpy)
+_C_PAIR = {"nnk_c64": ctypes.c_float * 2, "nnk_c128": ctypes.c_double * 2}
+CT = {t["name"]: _C_PAIR[t["storage"]] if t["storage"] in _C_PAIR else getattr(ctypes, _C_STORAGE[t["storage"]][0])
+      for t in TYPES}
 NP_NAMES = {t["name"]: "bool" if t["class"] == "CLASS_BOOL" else "float16" if t["name"] == "f16"
             else _C_STORAGE[t["storage"]][1] for t in TYPES}
 FLOATS = [t for t in DTYPES if CLASS[t] == "float"]
+COMPLEX = [t for t in DTYPES if CLASS[t] == "complex"]
 
 
 def _status_names():

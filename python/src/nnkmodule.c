@@ -143,7 +143,9 @@ static int check(nnk_status s)
     X(NNK_F16, "float16", "e", 'f', kDLFloat)     \
     X(NNK_BF16, "bfloat16", NULL, 'f', kDLBfloat) \
     X(NNK_F32, "float32", "f", 'f', kDLFloat)     \
-    X(NNK_F64, "float64", "d", 'f', kDLFloat)
+    X(NNK_F64, "float64", "d", 'f', kDLFloat)     \
+    X(NNK_C64, "complex64", "Zf", 'c', kDLComplex) \
+    X(NNK_C128, "complex128", "Zd", 'c', kDLComplex)
 
 static const struct {
     nnk_dtype dtype;
@@ -241,6 +243,8 @@ static int buffer_dtype(const Py_buffer *v, nnk_dtype *out)
             kind = 'f';
         else if (f[0] == '?')
             kind = 'b';
+    } else if (f[0] == 'Z' && strchr("fd", f[1]) && !f[2]) {
+        kind = 'c'; /* the struct module's complex: Zf, Zd */
     }
     for (int i = 0; kind && i < NNK_DTYPE_COUNT; i++) {
         if (dtype_table[i].kind == kind && dtype_table[i].format && (Py_ssize_t)nnk_dtype_size((nnk_dtype)i) == v->itemsize) {
@@ -248,7 +252,8 @@ static int buffer_dtype(const Py_buffer *v, nnk_dtype *out)
             return 0;
         }
     }
-    fail(NNK_EDTYPE, "buffer format '%s' (item size %zd) has no nnk dtype (bool, int8-64, uint8-64, float16/32/64)",
+    fail(NNK_EDTYPE,
+         "buffer format '%s' (item size %zd) has no nnk dtype (bool, int8-64, uint8-64, float16/32/64, complex64/128)",
          v->format ? v->format : "B", v->itemsize);
     return -1;
 }
@@ -315,7 +320,7 @@ static int np_fields_ok;   /* the struct heads read right: numpy inputs without 
 /* numpy's type numbers of the nnk dtypes (NPY_BOOL = 0 ... NPY_HALF = 23); -1: none */
 static const int np_typenum[NNK_DTYPE_COUNT] = {
     [NNK_BOOL] = 0, [NNK_I8] = 1,  [NNK_U8] = 2,   [NNK_I16] = 3,   [NNK_U16] = 4,  [NNK_I32] = 5,  [NNK_U32] = 6,
-    [NNK_F16] = 23, [NNK_BF16] = -1, [NNK_F32] = 11, [NNK_F64] = 12,
+    [NNK_F16] = 23, [NNK_BF16] = -1, [NNK_F32] = 11, [NNK_F64] = 12, [NNK_C64] = 14, [NNK_C128] = 15,
     /* NPY_LONG where it is 64 bits: numpy's int64 is then long, and its
      * arrays' dtype.type is np.int64 (NPY_LONGLONG's would be np.longlong) */
     [NNK_I64] = sizeof(long) == 8 ? 7 : 9, [NNK_U64] = sizeof(long) == 8 ? 8 : 10,

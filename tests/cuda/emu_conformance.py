@@ -192,6 +192,23 @@ def _float_tol(t):
     return {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 2.0 ** -23, "f64": 2.0 ** -52}[t]
 
 
+def _complex_bad(got, want, t, math_ulp, nred, inputs):
+    """c64/c128: equal parts (NaNs equal), or normwise within 16 * math_ulp
+    eps of |C's value| (the complex functions combine several of the
+    libm's), plus for reductions eps * (n + 16) * max|x| (other orders)."""
+    eps = 2.0 ** -24 if t == "c64" else 2.0 ** -53
+    g, w = np.asarray(got).astype(np.complex128), np.asarray(want).astype(np.complex128)
+    with np.errstate(all="ignore"):
+        same = ((g.real == w.real) | (np.isnan(g.real) & np.isnan(w.real))) & \
+               ((g.imag == w.imag) | (np.isnan(g.imag) & np.isnan(w.imag)))
+        tol = 16 * max(math_ulp, 1) * eps * np.abs(w)
+        if nred is not None:
+            scale = max([1.0] + [float(np.max(np.abs(np.where(np.isfinite(x), x, 0)))) for x in inputs
+                                 if x.size and x.dtype.kind in "fiuc"])
+            tol = tol + eps * (nred + 16) * scale
+        return ~same & ~(np.abs(g - w) <= tol)
+
+
 def compare(k, outs, emu_outs, inputs, nred, combo, where=None, math_ulp=0):
     """outs: the C results; emu_outs: the others'.  math_ulp: the ulp
     allowed for elementwise float results (0: bit for bit; a GPU's libm
@@ -202,7 +219,9 @@ def compare(k, outs, emu_outs, inputs, nred, combo, where=None, math_ulp=0):
         if want.shape != got.shape:
             raise AssertionError("%s: output %s has shape %s, C %s" % (what, p.name, got.shape, want.shape))
         t = p.dtype
-        if t not in ("f16", "bf16", "f32", "f64") or not k.reduction:
+        if t in ("c64", "c128"):
+            bad = _complex_bad(got, want, t, math_ulp, nred if k.reduction else None, inputs)
+        elif t not in ("f16", "bf16", "f32", "f64") or not k.reduction:
             if t in ("f16", "bf16", "f32", "f64"):
                 bad = C.ulps(got, want, t) > (min(math_ulp, 1) if t in ("f16", "bf16") else math_ulp)
             else:

@@ -21,7 +21,7 @@
 /* Element types, in the order of the language's type list. */
 typedef enum nnk_dtype {
     NNK_BOOL, NNK_I8, NNK_I16, NNK_I32, NNK_I64, NNK_U8, NNK_U16, NNK_U32, NNK_U64,
-    NNK_F16, NNK_BF16, NNK_F32, NNK_F64,
+    NNK_F16, NNK_BF16, NNK_F32, NNK_F64, NNK_C64, NNK_C128,
     NNK_DTYPE_COUNT
 } nnk_dtype;
 
