@@ -608,7 +608,7 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
     Type at = type_concrete((Type)arg->type), res = at;
     Expr *ident = NULL, *combine = NULL;
     if (type_is_complex(at) && (reducer_info[rk].rule == RR_SAME || reducer_info[rk].rule == RR_INDEX)) {
-        diag_error(x->c, e->name_range, "reducer '%s' needs ordered values, but its argument is %s", name,
+        diag_error(x->c, e->name_range, "reducer '%s' needs ordered values, but its argument is %s", reducer_info[rk].name,
                    type_name(at));
         diag_note_plain(x->c, "complex numbers have no order; reduce abs(z) or real(z)");
         return mk_error(x, e->range);
