@@ -502,6 +502,17 @@ static nnk_status copy_regions(int32_t ndim, const int64_t *shape, const region 
         return dst->ext->ops->copy(dst->ext->state, dst->device, NNK_COPY_DEVICE_TO_DEVICE, dst->ptr, src->ptr,
                                    (size_t)dbytes);
 
+    /* Same device, same dtype, strided: the extension's copy_strided when
+     * it does the layout (it answers NNK_EUNSUPPORTED otherwise). */
+    nnk_status (*strided)(void *, int32_t, int32_t, const int64_t *, void *, const int64_t *, const void *,
+                          const int64_t *, size_t) = on_host(dst) ? NULL : RT_HOOK(dst->ext, copy_strided);
+    if (strided && dst->ext == src->ext && dst->device == src->device && dst->dtype == src->dtype) {
+        nnk_status cs = strided(dst->ext->state, dst->device, ndim, shape, dst->ptr, dst->strides, src->ptr,
+                                src->strides, nnk_dtype_size(dst->dtype));
+        if (cs != NNK_EUNSUPPORTED)
+            return cs;
+    }
+
     nnk_status s = NNK_OK;
     char *sbuf = NULL, *dbuf = NULL;
     const char *sp = src->ptr;

@@ -302,6 +302,15 @@ static void test_devices_and_contexts(int32_t n)
     CHECK(s == NNK_EINVAL, "no such platform: %s", nnk_last_error());
 }
 
+/* "; N strided copies on the device" of the status line. */
+static unsigned long rect_copies(void)
+{
+    const char *st = nnk_extension_status(ext), *c = strstr(st, " strided copies on the device");
+    while (c && c > st && c[-1] >= '0' && c[-1] <= '9')
+        c--;
+    return c ? strtoul(c, NULL, 10) : 0;
+}
+
 static void test_memory(nnk_context *ctx)
 {
     enum { N = 3000 };
@@ -335,6 +344,45 @@ static void test_memory(nnk_context *ctx)
     }
     nnk_array_free(b);
     b = NULL;
+    /* strided copies on the device (copy_strided: clEnqueueCopyBufferRect):
+     * rows step 4 by columns step 2 (single elements, then rows), and a 3-D
+     * view with contiguous rows; the reversed view above was staged */
+    {
+        unsigned long before = rect_copies();
+        nnk_slice s2[2] = {{1, 29, 4}, {1, 99, 2}};
+        nnk_array *w = NULL, *wc = NULL, *a3 = NULL, *w3 = NULL, *w3c = NULL;
+        int64_t s3[3] = {3, 10, 100};
+        nnk_slice sl3[3] = {{0, 3, 2}, {1, 10, 2}, {5, 50, 1}}; /* slice pitch a multiple of the row pitch */
+        CHECK(nnk_array_slice(a, 2, s2, &w) == NNK_OK && nnk_array_new(ctx, NNK_F32, 2, nnk_array_shape(w), &wc) == NNK_OK,
+              "views: %s", nnk_last_error());
+        CHECK(nnk_array_reshape(a, 3, s3, &a3) == NNK_OK && nnk_array_slice(a3, 3, sl3, &w3) == NNK_OK &&
+                  nnk_array_new(ctx, NNK_F32, 3, nnk_array_shape(w3), &w3c) == NNK_OK,
+              "3-D view: %s", nnk_last_error());
+        if (w && wc && w3 && w3c) {
+            CHECK(nnk_array_copy(wc, w) == NNK_OK && nnk_array_copy(w3c, w3) == NNK_OK, "copies: %s",
+                  nnk_last_error());
+            static float cb[7 * 49], c3[2 * 5 * 45];
+            int bad = 0;
+            CHECK(nnk_array_to_host(wc, NNK_F32, cb, sizeof cb) == NNK_OK, "to_host");
+            for (int r = 0; r < 7; r++)
+                for (int c = 0; c < 49; c++)
+                    bad += cb[r * 49 + c] != h[(1 + 4 * r) * 100 + 1 + 2 * c];
+            CHECK(nnk_array_to_host(w3c, NNK_F32, c3, sizeof c3) == NNK_OK, "to_host 3-D");
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 5; j++)
+                    for (int k = 0; k < 45; k++)
+                        bad += c3[(i * 5 + j) * 45 + k] != h[(2 * i) * 1000 + (1 + 2 * j) * 100 + 5 + k];
+            CHECK(bad == 0, "strided device copies: %d wrong", bad);
+            unsigned long after = rect_copies();
+            CHECK(after == before + 2, "two copies on the device: %lu -> %lu (%s)", before, after,
+                  nnk_extension_status(ext));
+        }
+        nnk_array_free(w);
+        nnk_array_free(wc);
+        nnk_array_free(a3);
+        nnk_array_free(w3);
+        nnk_array_free(w3c);
+    }
     /* same dtype, contiguous: one device copy */
     CHECK(nnk_array_to(a, NULL, NNK_F32, &b) == NNK_OK, "to: %s", nnk_last_error());
     memset(back, 0, sizeof back);

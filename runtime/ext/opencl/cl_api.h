@@ -32,6 +32,7 @@ enum {
     CL_SUCCESS = 0,
     CL_DEVICE_NOT_FOUND = -1,
     CL_MEM_OBJECT_ALLOCATION_FAILURE = -4,
+    CL_MEM_COPY_OVERLAP = -8,
     CL_OUT_OF_RESOURCES = -5,
     CL_OUT_OF_HOST_MEMORY = -6,
     CL_BUILD_PROGRAM_FAILURE = -11,
@@ -103,6 +104,9 @@ enum { CL_FALSE = 0, CL_TRUE = 1 };
     X(clEnqueueCopyBuffer, cl_int,                                                                              \
       (cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff, size_t n, cl_uint nw,               \
        const cl_event *w, cl_event *e))                                                                         \
+    X(clEnqueueCopyBufferRect, cl_int,                                                                          \
+      (cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so, const size_t *dor, const size_t *region,    \
+       size_t srp, size_t ssp, size_t drp, size_t dsp, cl_uint nw, const cl_event *w, cl_event *e))              \
     X(clEnqueueFillBuffer, cl_int,                                                                              \
       (cl_command_queue q, cl_mem m, const void *pat, size_t patn, size_t off, size_t n, cl_uint nw,             \
        const cl_event *w, cl_event *e))                                                                         \

@@ -122,6 +122,7 @@ typedef struct ocl_state {
     pthread_mutex_t prog_lock;
     ocl_program *programs;
     unsigned long builds, disk_hits, memory_hits, rejected_binaries;
+    unsigned long rect_copies;   /* strided copies done on the device */
 } ocl_state;
 
 /* dispatch.c's kernels (CUDA's names) and the OpenCL kernels that do
@@ -492,6 +493,8 @@ static const char *status(void *state)
     if (n < cap)
         n += (size_t)snprintf(b + n, cap - n, "; programs: %lu built, %lu from the disk cache, %lu from memory",
                               S->builds, S->disk_hits, S->memory_hits);
+    if (n < cap)
+        n += (size_t)snprintf(b + n, cap - n, "; %lu strided copies on the device", S->rect_copies);
     if (S->rejected_binaries && n < cap)
         n += (size_t)snprintf(b + n, cap - n, ", %lu cached binar%s refused by the driver (rebuilt)",
                               S->rejected_binaries, S->rejected_binaries == 1 ? "y" : "ies");
@@ -809,6 +812,74 @@ static nnk_status copy(void *state, int32_t device, nnk_copy_kind kind, void *ds
         return r ? cl_fail(S, NNK_EDEVICE, r, "clEnqueueCopyBuffer") : NNK_OK;
     }
     return S->host->set_error(NNK_EINVAL, EXT ": bad copy kind %d", (int)kind);
+}
+
+/* A strided copy on the device as one clEnqueueCopyBufferRect: at most
+ * three dimensions of extent > 1 with positive strides whose pitches nest
+ * (rows of contiguous elements, or single elements, then rows, then
+ * slices); anything else (broadcasts, reversed or interleaved axes, an
+ * overlap) is NNK_EUNSUPPORTED, and the runtime stages it. */
+static nnk_status copy_strided(void *state, int32_t device, int32_t ndim, const int64_t *shape, void *dst,
+                               const int64_t *dst_strides, const void *src, const int64_t *src_strides,
+                               size_t esize)
+{
+    ocl_state *S = state;
+    nnk_status s = device_ready(S, device);
+    if (s)
+        return s;
+    int dims[NNK_MAX_DIMS], nd = 0;
+    for (int32_t d = ndim - 1; d >= 0; d--) { /* inner first */
+        if (shape[d] == 0)
+            return NNK_OK;
+        if (shape[d] > 1)
+            dims[nd++] = d;
+    }
+    size_t region[3] = {esize, 1, 1}, dp[3] = {esize, 0, 0}, sp[3] = {esize, 0, 0};
+    int k = 0, axis = 0;
+    if (nd > 0 && dst_strides[dims[0]] == 1 && src_strides[dims[0]] == 1) {
+        region[0] = (size_t)shape[dims[0]] * esize;
+        k = 1;
+    }
+    if (nd - k > 2)
+        return NNK_EUNSUPPORTED;
+    for (; k < nd; k++) {
+        const int d = dims[k];
+        if (dst_strides[d] <= 0 || src_strides[d] <= 0)
+            return NNK_EUNSUPPORTED;
+        axis++;
+        region[axis] = (size_t)shape[d];
+        dp[axis] = (size_t)dst_strides[d] * esize;
+        sp[axis] = (size_t)src_strides[d] * esize;
+        /* each pitch holds the whole of the level below it */
+        size_t below_d = axis == 1 ? region[0] : dp[1] * region[1], below_s = axis == 1 ? region[0] : sp[1] * region[1];
+        if (dp[axis] < below_d || sp[axis] < below_s || (axis == 2 && (dp[2] % dp[1] || sp[2] % sp[1])))
+            return NNK_EUNSUPPORTED;
+    }
+    size_t dbytes = (region[2] - 1) * dp[2] + (region[1] - 1) * dp[1] + region[0];
+    size_t sbytes = (region[2] - 1) * sp[2] + (region[1] - 1) * sp[1] + region[0];
+    cl_mem dm, sm;
+    size_t doff, soff;
+    if (!resolve(S, dst, dbytes, &dm, &doff, NULL) || !resolve(S, src, sbytes, &sm, &soff, NULL))
+        return NNK_EUNSUPPORTED;
+    /* the offsets of element 0 as (x, y, z) origins: the rows of the pitch */
+    size_t dor[3] = {doff, 0, 0}, sor[3] = {soff, 0, 0};
+    if (axis >= 1)
+        dor[0] = doff % dp[1], dor[1] = doff / dp[1], sor[0] = soff % sp[1], sor[1] = soff / sp[1];
+    if (axis == 2)
+        dor[2] = dor[1] / (dp[2] / dp[1]), dor[1] %= dp[2] / dp[1], sor[2] = sor[1] / (sp[2] / sp[1]),
+        sor[1] %= sp[2] / sp[1];
+    const size_t drp = axis >= 1 ? dp[1] : 0, dsp = axis == 2 ? dp[2] : 0;
+    const size_t srp = axis >= 1 ? sp[1] : 0, ssp = axis == 2 ? sp[2] : 0;
+    cl_int r = S->cl.clEnqueueCopyBufferRect(S->devs[device].queue, sm, dm, sor, dor, region, srp, ssp, drp, dsp, 0,
+                                             NULL, NULL);
+    if (r == CL_MEM_COPY_OVERLAP || r == -30 /* CL_INVALID_VALUE: a layout this driver refuses */)
+        return NNK_EUNSUPPORTED;
+    if (r != CL_SUCCESS)
+        return cl_fail(S, NNK_EDEVICE, r, "clEnqueueCopyBufferRect");
+    pthread_mutex_lock(&S->prog_lock);
+    S->rect_copies++;
+    pthread_mutex_unlock(&S->prog_lock);
+    return NNK_OK;
 }
 
 static nnk_status clear_memory_cache(void *state)
@@ -1422,6 +1493,7 @@ static const nnk_extension_ops ops = {
     .launch = launch,
     .status = status,
     .launch_stream = NULL,
+    .copy_strided = copy_strided,
 };
 
 const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi);

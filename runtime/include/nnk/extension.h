@@ -227,6 +227,14 @@ typedef struct nnk_extension_ops {
      * calling thread (device 0 when none is).  May return before the work
      * is done. */
     nnk_status (*launch_stream)(void *state, const nnk_kernel_desc *desc, const nnk_plan *plan, void *stream);
+    /* A strided copy between two regions on `device`, elements of
+     * elem_size bytes, shapes equal, strides in elements (dst and src are
+     * the addresses of element (0, ..., 0)), ordered like copy's
+     * DEVICE_TO_DEVICE.  NNK_EUNSUPPORTED (without an error message) for
+     * a layout it does not do: the runtime then stages through the host. */
+    nnk_status (*copy_strided)(void *state, int32_t device, int32_t ndim, const int64_t *shape, void *dst,
+                               const int64_t *dst_strides, const void *src, const int64_t *src_strides,
+                               size_t elem_size);
 } nnk_extension_ops;
 
 /* The entry point a shared-object extension exports. */
