@@ -168,8 +168,20 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
     }
 
     p->iter_ndim = ndim;
-    for (int32_t d = 0; d < ndim; d++)
-        p->iter_shape[d] = shape[d];
+    {
+        /* the products fit: step 1 counted the elements (an empty space
+         * runs no element, and its products are not needed) */
+        int64_t inner = 1;
+        int empty = 0;
+        for (int32_t d = 0; d < ndim; d++)
+            empty |= shape[d] == 0;
+        for (int32_t d = ndim - 1; d >= 0; d--) {
+            p->iter_shape[d] = shape[d];
+            p->iter_inner[d] = inner;
+            if (!empty)
+                inner *= shape[d];
+        }
+    }
     p->nraw = 0;
     p->range = 0;
 

@@ -108,6 +108,7 @@ typedef struct nnk_plan {
     int32_t iter_ndim;
     int32_t nraw;
     int64_t iter_shape[NNK_MAX_DIMS];
+    int64_t iter_inner[NNK_MAX_DIMS]; /* the product of iter_shape after d (index(d) = idx / it % shape) */
     nnk_raw_view raw[NNK_MAX_RAW];
     nnk_range_error *range;
 } nnk_plan;
