@@ -87,3 +87,21 @@ def test_raw_jiterator():
     fn = nnk.jiterator._create_jit_fn("elementwise rev(raw x: f32[], k: i64[]) -> (y: f32[]) { y = x[shape(x, 0) - 1 - k]; }")
     x = np.arange(6, dtype=np.float32)
     assert np.array_equal(fn(x, np.arange(6)), x[::-1])
+
+
+def test_raw_in_every_reduction_path():
+    """mm_raw (samples/indexed) where the runtime splits the reduced range
+    over chunks (a long K, few outputs), reduces columns (axis 0) and runs
+    a slice per output: the same sums as the broadcast-product kernel."""
+    import os
+    m = nnk.load(os.path.join(os.path.dirname(__file__), "..", "..", "samples", "indexed", "indexed.nnk"))
+    rng = np.random.default_rng(5)
+    for (M, K, N) in ((2, 70000, 3), (300, 5, 200), (1, 1, 1)):
+        a, b = rng.random((M, K)), rng.random((K, N))
+        c = m.mm_raw(a, b, np.broadcast_to(0.0, (M, K, N)), axis=1)
+        assert np.array_equal(c, m.mm(a[:, :, None], b[None], axis=1))
+        assert np.abs(c - a @ b).max() < 1e-9 * K
+    col = nnk.compile("reduction colsum(raw m: f64[], w: f64[]) -> (r: f64) { r = sum(m[index(0), index(1)] * w); }")
+    x = rng.random((1000, 37))
+    assert np.allclose(col.colsum(x, np.ones((1000, 37)), axis=0), x.sum(0), rtol=1e-13)
+    assert np.allclose(col.colsum(x, np.ones((1000, 37)), axis=1), x.sum(1), rtol=1e-13)
