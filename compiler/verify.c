@@ -180,7 +180,7 @@ bool ir_verify(Compiler *c, const IrKernel *k)
                      h->phase != r->phase || (r->width > 1 && r->kind != R_CUSTOM)))
             fail(&v, r->arg, "is reduced in a tuple state that is not well formed", "", "");
         if (v.ok && r->combine >= 0 && r->combine < k->nnodes) {
-            uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+            uint8_t *need = arena_alloc(c->arena, (size_t)k->nnodes + 1); /* zeroed */
             ir_mark(k, &r->combine, 1, L_LAMBDA, need);
             for (int j = 0; j < k->nnodes && v.ok; j++)
                 if (need[j] && k->nodes[j].op == IR_LPARAM && k->nodes[j].aux >= 2 * r->width)
