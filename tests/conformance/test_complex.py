@@ -310,5 +310,21 @@ def test_reductions():
     C.check(np.allclose(e, (np.abs(zd) ** 2).mean(axis=1), rtol=1e-5), "mean(real(z * conj(z)))")
 
 
+def test_custom_reducers():
+    """reduce() with a complex state and a tuple state holding one."""
+    ang = rng.uniform(-math.pi, math.pi, (2, 300))
+    z = np.exp(1j * ang)
+    w = rng.uniform(0.5, 2.0, (2, 300))
+    p, m = K().r_custom(z, w, axes=1)
+    want_p = np.ones(2, np.complex128)
+    for r in range(2):
+        for v in z[r]:
+            want_p[r] *= v
+    close_norm(p, want_p, "c128", 8 * 300, "reduce(z, 1, a * b)")
+    want_m = np.array([complex(math.fsum((z[r] * w[r]).real), math.fsum((z[r] * w[r]).imag)) / math.fsum(w[r])
+                       for r in range(2)])
+    close_norm(m, want_m, "c128", 8 * 300, "tuple state (sum(z * w), sum(w))")
+
+
 if __name__ == "__main__":
     sys.exit(C.main(globals()))
