@@ -162,6 +162,16 @@ def test_two_tuples_and_a_plain_reducer():
         C.check(np.all(np.abs(c - exact) <= 1e-4 * np.abs(x).sum(axis=axes)), "two: sum")
 
 
+def test_complex_value():
+    x = (rng.uniform(-1, 1, (5, 300)) + 1j * rng.uniform(-1, 1, (5, 300))).astype(np.complex64)
+    for axes in (1, 0, None):
+        r, c = K().csum(x, axes=axes)
+        want = x.astype(np.complex128).sum(axis=axes)
+        n = x.size if axes is None else x.shape[axes]
+        C.check(np.all(np.abs(r - want) <= 1e-5 * n), "csum axes %s: the complex sum" % (axes,))
+        C.equal(c, np.full(np.shape(want), n, np.float32), "csum axes %s: the count" % (axes,))
+
+
 def test_deterministic():
     x = rng.uniform(-1, 1, (3, 100001)).astype(np.float32)
     first = K().welford_f32(x, axes=1)
