@@ -574,11 +574,12 @@ void emit_red_tuple_state(const IrKernel *k, const EmitAccess *ac, int head, con
     buf_free(&comb);
 }
 
-/* ---- what every emitter knows of an instance ------------------------------- */
+/* ---- the instance model: what every emitter knows of an instance ---------- */
 
-void emit_operands_init(EmitOperands *o, const Instance *in)
+void emit_operands_init(EmitOperands *o, Compiler *c, const Instance *in)
 {
     memset(o, 0, sizeof *o);
+    o->c = c;
     o->in = in;
     o->k = in->ir;
     for (int i = 0; i < in->nparams; i++) {
@@ -594,6 +595,7 @@ void emit_operands_init(EmitOperands *o, const Instance *in)
             o->nscalars++;
         }
     }
+    o->nin = o->nops;
     for (int i = 0; i < in->nouts; i++) {
         const InstParam *p = &in->outs[i];
         o->storage[o->nops] = p->storage;
@@ -620,6 +622,13 @@ bool emit_plan_reads_supported(Compiler *c, const List *instances, const char *t
     return ok;
 }
 
+const char *emit_str(Compiler *c, Buf *b)
+{
+    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
+    buf_free(b);
+    return s;
+}
+
 /* Types in the public signatures: f16 and bf16 by their typedef names. */
 const char *emit_api_type(Type t)
 {
@@ -631,34 +640,217 @@ const char *emit_scalar_member(Type t)
     return type_info[t].member;
 }
 
-/* "const float s0 = <plan>scalars[0].f32;" for each scalar parameter. */
-void emit_read_scalars(const EmitOperands *o, const char *plan, Buf *out)
+/* "const float s0 = <plan>scalars[0].f32;" for each scalar parameter in
+ * `used`; with used NULL, for all of them, each marked as maybe unused. */
+void emit_read_scalars(const EmitOperands *o, const char *plan, const uint8_t *used, Buf *out)
 {
     for (int s = 0; s < o->nscalars; s++) {
+        if (used && !used[s])
+            continue;
         char src[96];
         snprintf(src, sizeof src, "%sscalars[%d].%s", plan, s, emit_scalar_member(o->scalar_type[s]));
         buf_printf(out, "const %s s%d = ", ctype(o->scalar_type[s]), s);
         emit_load(o->scalar_type[s], o->scalar_type[s], src, out);
-        buf_printf(out, ";\n(void)s%d;\n", s);
+        buf_puts(out, ";\n");
+        if (!used)
+            buf_printf(out, "(void)s%d;\n", s);
     }
 }
 
 /* "(a: f32, x: f32[]) -> (z: f32[])" */
-void emit_signature(const Instance *in, Buf *out)
+const char *emit_signature(const EmitOperands *o)
 {
-    buf_puts(out, "(");
+    const Instance *in = o->in;
+    Buf b = {0};
+    buf_puts(&b, "(");
     for (int i = 0; i < in->nparams; i++)
-        buf_printf(out, "%s%s%s: %s%s", i ? ", " : "", in->params[i].inout ? "inout " : "", in->params[i].name,
+        buf_printf(&b, "%s%s%s: %s%s", i ? ", " : "", in->params[i].inout ? "inout " : "", in->params[i].name,
                    type_name(in->params[i].type), in->params[i].tensor ? "[]" : "");
-    buf_puts(out, ") -> (");
+    buf_puts(&b, ") -> (");
     for (int i = 0, first = 1; i < in->nouts; i++) {
         if (in->outs[i].inout) /* shown as the parameter */
             continue;
-        buf_printf(out, "%s%s: %s%s", first ? "" : ", ", in->outs[i].name, type_name(in->outs[i].type),
+        buf_printf(&b, "%s%s: %s%s", first ? "" : ", ", in->outs[i].name, type_name(in->outs[i].type),
                    in->outs[i].tensor ? "[]" : "");
         first = 0;
     }
-    buf_puts(out, ")");
+    buf_puts(&b, ")");
+    return emit_str(o->c, &b);
+}
+
+/* Indents every line of `s` by `n` spaces into out. */
+void emit_indent(Buf *out, const char *s, int n)
+{
+    for (const char *line = s, *nl; line && *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        buf_printf(out, "%*s%.*s\n", n, "", nl ? (int)(nl - line) : (int)strlen(line), line);
+        if (!nl)
+            break;
+    }
+}
+
+/* reduce(e, identity, |a, b| combine): the combine of each such reducer as
+ * a function of two accumulator values, NAME__combK(plan, la, lb); it may
+ * read scalar parameters from the plan.  One emitter for every target:
+ * the target gives the qualifier, the plan parameter and how the nodes
+ * are named (ac: a combine reads no tensor). */
+void emit_combine_fns(const EmitOperands *o, const EmitTarget *t, const EmitAccess *ac, Buf *out)
+{
+    const IrKernel *k = o->k;
+    for (int ri = 0; ri < k->nreds; ri++) {
+        const IrReducer *r = &k->reds[ri];
+        if (r->kind != R_CUSTOM)
+            continue;
+        uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+        ir_mark(k, &r->combine, 1, L_CONST, need);
+        uint8_t *used = nnkc_scratch((size_t)o->nscalars + 1);
+        bool any_scalar = false;
+        for (int i = 0; i < k->nnodes; i++)
+            if (need[i] && k->nodes[i].op == IR_SCALAR)
+                used[k->nodes[i].aux] = 1, any_scalar = true;
+        const char *A = ctype(r->acc_type);
+        Buf body = {0}, ps = {0};
+        if (r->width > 1) {
+            /* a tuple state: value ri - head from every value of both sides */
+            emit_red_tuple_params(k, r->head, &ps);
+            buf_printf(out, "\n/* reduce(): value %d of the tuple state of reducers #%d..#%d */\n", ri - r->head, r->head,
+                       r->head + r->width - 1);
+            for (int j = 0; j < r->width; j++)
+                buf_printf(&body, j ? "(void)la%d;\n(void)lb%d;\n" : "(void)la;\n(void)lb;\n", j, j);
+        } else {
+            buf_printf(&ps, "%s la, %s lb", A, A);
+            buf_printf(out, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
+        }
+        buf_printf(out, "%s %s %s__comb%d(%s, %s)\n{\n", t->fn_qual, A, o->in->name, ri, t->plan_param, ps.data);
+        buf_free(&ps);
+        if (!any_scalar)
+            buf_puts(&body, "(void)p;\n");
+        emit_read_scalars(o, t->plan, used, &body);
+        emit_levels(ac, need, L_CONST, L_LAMBDA, &body);
+        Buf v = {0};
+        emit_ref(ac, r->combine, &v);
+        buf_printf(&body, "return %s;\n", v.data);
+        buf_free(&v);
+        emit_indent(out, body.data, 4);
+        buf_puts(out, "}\n");
+        buf_free(&body);
+    }
+}
+
+static const char *c_param(const EmitOperands *o, const char *name)
+{
+    return name_c_param(o->c->arena, name);
+}
+
+/* The keys every template of an instance shares (C, CUDA, header, fat
+ * object): names, signature, descriptor symbol, the public entry points'
+ * parameter lists, the views of NAME_strided and of the fat object's
+ * entry points, and the descriptor's CUDA fields. */
+void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
+{
+    Compiler *c = o->c;
+    const Instance *in = o->in;
+    tbool(e, "elementwise", !in->reduction);
+    tbool(e, "reduction", in->reduction);
+    /* a raw parameter is read by index against its own shape: no
+     * contiguous entry points (NAME, NAME_cuda), which know only n */
+    bool raw_param = false;
+    for (int i = 0; i < in->nparams; i++)
+        raw_param |= in->params[i].raw;
+    /* NAME_strided: raw views and the range error (index(d) reports one too) */
+    tbool(e, "has_raw", raw_param || ir_reads_plan(in->ir));
+    tbool(e, "contig_api", !raw_param);
+    tset(e, "kind_word", in->reduction ? "reduction" : "elementwise");
+    tset(e, "kind", in->reduction ? "NNK_KIND_REDUCTION" : "NNK_KIND_ELEMENTWISE");
+    tset(e, "name", in->name);
+    tset(e, "display", in->display);
+    tset(e, "signature", emit_signature(o));
+    tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
+    tsetf(e, "nops", "%d", o->nops);
+    tsetf(e, "nops_alloc", "%d", o->nops + 1);
+    tsetf(e, "nviews", "%d", o->nops > 0 ? o->nops : 1);
+    tsetf(e, "nin", "%d", o->nin);
+    tsetf(e, "nout", "%d", in->nouts);
+
+    /* api_params: the contiguous entry point's parameters after its sizes
+     * (declaration order, outputs last); strided_api_params: NAME_strided's
+     * (scalars by value, views); run_params: NAME_run's (nnk arrays) */
+    Buf api = {0}, sp = {0}, run = {0}, run_args = {0}, fill = {0};
+    for (int i = 0; i < in->nparams + in->nouts; i++) {
+        bool out = i >= in->nparams;
+        const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
+        const char *nm = c_param(o, p->name);
+        const char *sep = sp.len ? ", " : "";
+        if (out && p->inout) {
+            /* an inout parameter's output: the parameter's pointer, view
+             * or array (same name), which the runtime passes for it */
+        } else if (p->tensor || out) {
+            buf_printf(&api, out || p->inout ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
+            buf_printf(&sp, "%sconst nnk_view *%s", sep, nm);
+            buf_printf(&run, ", struct nnk_array *%s", nm);
+            buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
+        } else {
+            buf_printf(&api, ", %s %s", emit_api_type(p->type), nm);
+            buf_printf(&sp, "%s%s %s", sep, emit_api_type(p->type), nm);
+            buf_printf(&run, ", %s %s", emit_api_type(p->type), nm);
+            if (p->type == T_F16 || p->type == T_BF16)
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)nnk_%s2f(%s)));\n",
+                           p->type == T_F16 ? "h" : "b", nm);
+            else if (type_is_float(p->type))
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)%s));\n", nm);
+            else
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_i64(a_, (int64_t)%s));\n", nm);
+        }
+    }
+    for (int s = 0; s < o->nscalars; s++)
+        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, emit_scalar_member(o->scalar_type[s]),
+                   c_param(o, o->scalar_name[s]));
+    tset(e, "api_params", emit_str(c, &api));
+    tsetf(e, "strided_api_params_tail", "%s%s", sp.len ? ", " : "", sp.data ? sp.data : "");
+    tset(e, "strided_api_params", sp.len ? emit_str(c, &sp) : "void");
+    tset(e, "run_params", emit_str(c, &run));
+    tset(e, "run_args", emit_str(c, &run_args));
+    tset(e, "fill_scalars", emit_str(c, &fill));
+
+    /* every operand as a view: NAME_strided's parameters (view_list), and
+     * the local views vK_ of the entry points on pointers ([outer, len,
+     * inner] for a reduction, [outer, inner] for a reduced-shape output) */
+    Buf vl = {0}, red = {0}, refs = {0}, raw = {0}, rawskip = {0};
+    for (int op = 0; op < o->nops; op++) {
+        const char *sep = op ? ", " : "";
+        int slot = 0;
+        for (int r = 0; r < o->k->nraw; r++)
+            if (o->k->raw_operand[r] == op)
+                slot = r + 1;
+        buf_printf(&vl, "%s%s", sep, c_param(o, o->name[op]));
+        /* (a raw input is "reduced" for nnk_plan_build: not in the iteration space) */
+        buf_printf(&red, "%s%d", sep, o->reduced[op] || slot > 0);
+        buf_printf(&raw, "%s%d", sep, slot);
+        buf_printf(&rawskip, "%s%d", sep, slot > 0);
+        buf_printf(&refs, "%s&v%d_", sep, op);
+        TDict *v = tpush(e, "views");
+        tsetf(v, "k", "%d", op);
+        tset(v, "arg", c_param(o, o->name[op]));
+        tset(v, "rank", o->reduced[op] ? "2" : "3");
+        tset(v, "shape", o->reduced[op] ? "red_" : "full_");
+        tset(v, "strides", o->reduced[op] ? "rst_" : "fst_");
+    }
+    tlist(e, "views");
+    tset(e, "view_list", vl.len ? emit_str(c, &vl) : "0");
+    tset(e, "reduced_list", red.len ? emit_str(c, &red) : "0");
+    tset(e, "view_refs", emit_str(c, &refs));
+    tset(e, "raw_list", raw.len ? emit_str(c, &raw) : "0");
+    tset(e, "raw_skip_list", rawskip.len ? emit_str(c, &rawskip) : "0");
+    buf_free(&raw);
+    buf_free(&rawskip);
+    buf_free(&vl);
+    buf_free(&red);
+
+    /* the descriptor's CUDA fields (c/desc.tmpl): with a fatbin, the
+     * instance name prefixes its kernels */
+    tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
+    tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
+    tset(e, "cuda_image_size", opt->with_cuda ? "(sizeof nnk_fatbin_ - 1)" : "0");
 }
 
 /* Emits the nodes of `need` whose level is in [lo, hi]. */

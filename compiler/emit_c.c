@@ -29,20 +29,6 @@ typedef enum {
 
 enum { MAXOPS = NNKC_MAX_PARAMS * 2 + 2 };
 
-typedef struct Gen {
-    Compiler *c;
-    const IrKernel *k;
-    const Instance *in;
-    int nops;           /* tensor operands: loads then outputs */
-    Type op_storage[MAXOPS];
-    Type op_type[MAXOPS];
-    bool op_reduced[MAXOPS];
-    const char *op_name[MAXOPS];
-    Type scalar_type[MAXOPS];
-    const char *scalar_name[MAXOPS];
-    int nscalars;
-} Gen;
-
 /* ---- what a piece of code needs ------------------------------------------------ */
 
 typedef struct Need {
@@ -81,7 +67,7 @@ static void need_scan(const IrKernel *k, Need *nd, int stop)
     }
 }
 
-static Need need_of(const Gen *g, const int32_t *roots, int nroots)
+static Need need_of(const EmitOperands *g, const int32_t *roots, int nroots)
 {
     const IrKernel *k = g->k;
     Need nd;
@@ -101,7 +87,7 @@ static void need_free(Need *nd)
 
 /* Nodes of level `lvl` whose values the per-element code takes from outside
  * its loop: operands of per-element nodes, and roots of that level. */
-static uint8_t *boundary(const Gen *g, const Need *nd, const int32_t *roots, int nroots, int lvl)
+static uint8_t *boundary(const EmitOperands *g, const Need *nd, const int32_t *roots, int nroots, int lvl)
 {
     const IrKernel *k = g->k;
     uint8_t *b = nnkc_scratch((size_t)k->nnodes + 1);
@@ -133,7 +119,7 @@ static void operand_access(const EmitAccess *ac, int op, Buf *out)
     }
 }
 
-static EmitAccess access_for(const Gen *g, const Mode *m)
+static EmitAccess access_for(const EmitOperands *g, const Mode *m)
 {
     EmitAccess ac = {.k = g->k, .operand = operand_access, .n = "n_red", .red_fmt = "f->r%d", .user = m};
     switch (*m) {
@@ -145,54 +131,7 @@ static EmitAccess access_for(const Gen *g, const Mode *m)
     return ac;
 }
 
-/* Declares the needed nodes with level in [lo, hi]. */
-static void emit_level(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out)
-{
-    uint8_t *sel = nnkc_scratch((size_t)ac->k->nnodes + 1);
-    for (int i = 0; i < ac->k->nnodes; i++)
-        sel[i] = need[i] && ac->k->nodes[i].level >= lo && ac->k->nodes[i].level <= hi;
-    emit_nodes(ac, sel, NULL, "", out);
-}
-
 /* ---- instance data -------------------------------------------------------------- */
-
-static void gen_init(Gen *g, Compiler *c, const Instance *in)
-{
-    memset(g, 0, sizeof *g);
-    g->c = c;
-    g->in = in;
-    g->k = in->ir;
-    for (int i = 0; i < in->nparams; i++) {
-        const InstParam *p = &in->params[i];
-        if (p->tensor) {
-            g->op_storage[g->nops] = p->storage;
-            g->op_type[g->nops] = p->type;
-            g->op_name[g->nops] = p->name;
-            g->nops++;
-        } else {
-            g->scalar_type[g->nscalars] = p->type;
-            g->scalar_name[g->nscalars] = p->name;
-            g->nscalars++;
-        }
-    }
-    for (int i = 0; i < in->nouts; i++) {
-        const InstParam *o = &in->outs[i];
-        g->op_storage[g->nops] = o->storage;
-        g->op_type[g->nops] = o->type;
-        g->op_reduced[g->nops] = !o->tensor;
-        g->op_name[g->nops] = o->name;
-        g->nops++;
-    }
-}
-
-static bool is_output(const Gen *g, int op) { return op >= g->k->nloads; }
-
-static const char *bufstr(Compiler *c, Buf *b)
-{
-    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
-    buf_free(b);
-    return s;
-}
 
 static const char *dtype_enum(Type t)
 {
@@ -200,41 +139,12 @@ static const char *dtype_enum(Type t)
 }
 
 /* A source name as a C parameter name (names.c). */
-static const char *c_param(const Gen *g, const char *name)
+static const char *c_param(const EmitOperands *g, const char *name)
 {
     return name_c_param(g->c->arena, name);
 }
 
-/* "(a: f32, x: f32[]) -> (z: f32[])" */
-static const char *signature(const Gen *g)
-{
-    Buf b = {0};
-    emit_signature(g->in, &b);
-    return bufstr(g->c, &b);
-}
-
-/* Parameters of the contiguous entry point, in declaration order, outputs last. */
-static void api_params(const Gen *g, TDict *d)
-{
-    Buf p = {0};
-    for (int i = 0; i < g->in->nparams; i++) {
-        const InstParam *ip = &g->in->params[i];
-        if (ip->tensor)
-            buf_printf(&p, ", %s%s *%s", ip->inout ? "" : "const ", emit_api_type(ip->storage), c_param(g, ip->name));
-        else
-            buf_printf(&p, ", %s %s", emit_api_type(ip->type), c_param(g, ip->name));
-    }
-    /* an inout parameter's output is the parameter's pointer (same name) */
-    for (int i = 0; i < g->in->nouts; i++) {
-        const InstParam *o = &g->in->outs[i];
-        if (!o->inout)
-            buf_printf(&p, ", %s *%s", emit_api_type(o->storage), c_param(g, o->name));
-    }
-    tset(d, "api_params", p.data ? p.data : "");
-    buf_free(&p);
-}
-
-static void desc_params(const Gen *g, TDict *d)
+static void desc_params(const EmitOperands *g, TDict *d)
 {
     for (int i = 0; i < g->in->nparams + g->in->nouts; i++) {
         bool out = i >= g->in->nparams;
@@ -285,73 +195,6 @@ static void desc_params(const Gen *g, TDict *d)
     tset(d, "kernel", g->in->kernel->name);
 }
 
-/* "const float s0 = p->scalars[0].f32;" for the scalars in `used`. */
-static void read_scalars(const Gen *g, const char *plan, const uint8_t *used, Buf *out)
-{
-    for (int s = 0; s < g->nscalars; s++) {
-        if (used && !used[s])
-            continue;
-        char src[96];
-        snprintf(src, sizeof src, "%s->scalars[%d].%s", plan, s, emit_scalar_member(g->scalar_type[s]));
-        buf_printf(out, "const %s s%d = ", ctype(g->scalar_type[s]), s);
-        emit_load(g->scalar_type[s], g->scalar_type[s], src, out);
-        buf_printf(out, ";\n");
-    }
-}
-
-/* The scalars of the plan, and the strided entry point's parameter lists. */
-static void scalar_lists(const Gen *g, TDict *d)
-{
-    Buf fill = {0};
-    for (int s = 0; s < g->nscalars; s++)
-        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, emit_scalar_member(g->scalar_type[s]),
-                   c_param(g, g->scalar_name[s]));
-    tset(d, "fill_scalars", fill.data ? fill.data : "");
-    buf_free(&fill);
-
-    Buf v = {0}, red = {0}, sp = {0}, raw = {0}, rawskip = {0};
-    for (int op = 0; op < g->nops; op++) {
-        buf_printf(&v, "%s%s", op ? ", " : "", c_param(g, g->op_name[op]));
-        int slot = 0;
-        for (int r = 0; r < g->k->nraw; r++)
-            if (g->k->raw_operand[r] == op)
-                slot = r + 1;
-        /* (a raw input is "reduced" for nnk_plan_build: not in the iteration space) */
-        buf_printf(&red, "%s%d", op ? ", " : "", g->op_reduced[op] || slot > 0);
-        buf_printf(&raw, "%s%d", op ? ", " : "", slot);
-        buf_printf(&rawskip, "%s%d", op ? ", " : "", slot > 0);
-    }
-    tset(d, "raw_list", raw.data ? bufstr(g->c, &raw) : "0");
-    tset(d, "raw_skip_list", rawskip.data ? bufstr(g->c, &rawskip) : "0");
-    /* strided entry: scalars by value, then views, in declaration order */
-    int first = 1;
-    for (int i = 0; i < g->in->nparams; i++, first = 0) {
-        const InstParam *ip = &g->in->params[i];
-        if (ip->tensor)
-            buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, ip->name));
-        else
-            buf_printf(&sp, "%s%s %s", first ? "" : ", ", emit_api_type(ip->type), c_param(g, ip->name));
-    }
-    for (int i = 0; i < g->in->nouts; i++) {
-        if (g->in->outs[i].inout) /* the parameter's view */
-            continue;
-        buf_printf(&sp, "%sconst nnk_view *%s", first ? "" : ", ", c_param(g, g->in->outs[i].name));
-        first = 0;
-    }
-    tset(d, "view_list", v.data ? v.data : "0");
-    tset(d, "reduced_list", red.data ? red.data : "0");
-    tset(d, "strided_api_params", sp.data ? sp.data : "void");
-    tsetf(d, "strided_api_params_tail", "%s%s", sp.data ? ", " : "", sp.data ? sp.data : "");
-    tsetf(d, "nviews", "%d", g->nops > 0 ? g->nops : 1);
-    tsetf(d, "nin", "%d", g->k->nloads);
-    tsetf(d, "nout", "%d", g->in->nouts);
-    tsetf(d, "nops", "%d", g->nops);
-    tsetf(d, "nops_alloc", "%d", g->nops + 1);
-    buf_free(&v);
-    buf_free(&red);
-    buf_free(&sp);
-}
-
 /* ---- elementwise -------------------------------------------------------------- */
 
 /* s with every `from` replaced by `to`, into out. */
@@ -400,22 +243,22 @@ static void ranged_fast(const char *body, Buf *out)
 
 /* plan.h's overlap tests: the element size of each operand, 0 for one the
  * code does not touch. */
-static const char *op_sizes(const Gen *g, const bool *touched)
+static const char *op_sizes(const EmitOperands *g, const bool *touched)
 {
     Buf b = {0};
     for (int op = 0; op < g->nops; op++) {
         if (touched[op])
-            buf_printf(&b, "%ssizeof(%s)", op ? ", " : "", stype(g->op_storage[op]));
+            buf_printf(&b, "%ssizeof(%s)", op ? ", " : "", stype(g->storage[op]));
         else
             buf_puts(&b, op ? ", 0" : "0");
     }
     if (!g->nops)
         buf_puts(&b, "0");
-    return bufstr(g->c, &b);
+    return emit_str(g->c, &b);
 }
 
 /* A parameter list without its NNK_RESTRICT qualifiers. */
-static const char *strip_restrict(const Gen *g, const char *params)
+static const char *strip_restrict(const EmitOperands *g, const char *params)
 {
     Buf plain = {0};
     for (const char *q = params; q && *q;) {
@@ -427,10 +270,10 @@ static const char *strip_restrict(const Gen *g, const char *params)
         buf_put(&plain, q, (size_t)(m - q) + 1);
         q = m + strlen("*NNK_RESTRICT ");
     }
-    return bufstr(g->c, &plain);
+    return emit_str(g->c, &plain);
 }
 
-static void elementwise(const Gen *g, TDict *d)
+static void elementwise(const EmitOperands *g, TDict *d)
 {
     const IrKernel *k = g->k;
     int32_t roots[MAXOPS];
@@ -439,14 +282,14 @@ static void elementwise(const Gen *g, TDict *d)
     Need nd = need_of(g, roots, k->nouts);
     bool used[MAXOPS];
     for (int op = 0; op < g->nops; op++)
-        used[op] = is_output(g, op) || nd.loads[op];
+        used[op] = g->output[op] || nd.loads[op];
 
     Mode mc = M_EW_CONTIG, ms = M_EW_STRIDED;
     EmitAccess ac = access_for(g, &mc), as = access_for(g, &ms);
     Buf uni = {0}, cb = {0}, sb = {0}, elem = {0}, rb = {0}, rdecl = {0}, rstore = {0};
-    emit_level(&ac, nd.in, L_CONST, L_ROW, &uni);
-    emit_level(&ac, nd.in, L_ELEM, L_ELEM, &elem);
-    emit_level(&as, nd.in, L_ELEM, L_ELEM, &sb);
+    emit_levels(&ac, nd.in, L_CONST, L_ROW, &uni);
+    emit_levels(&ac, nd.in, L_ELEM, L_ELEM, &elem);
+    emit_levels(&as, nd.in, L_ELEM, L_ELEM, &sb);
     buf_puts(&cb, elem.data ? elem.data : "");
     buf_puts(&rb, elem.data ? elem.data : "");
     for (int i = 0; i < k->nouts; i++) {
@@ -467,18 +310,18 @@ static void elementwise(const Gen *g, TDict *d)
         buf_puts(&sb, ";\n");
         buf_free(&v);
     }
-    tset(d, "uniform_code", bufstr(g->c, &uni));
-    tset(d, "contig_body", bufstr(g->c, &cb));
-    tset(d, "strided_body", bufstr(g->c, &sb));
+    tset(d, "uniform_code", emit_str(g->c, &uni));
+    tset(d, "contig_body", emit_str(g->c, &cb));
+    tset(d, "strided_body", emit_str(g->c, &sb));
     bool ranged = uses_ranged(elem.data);
     tbool(d, "ranged", ranged);
     if (ranged) {
         Buf fast = {0};
         ranged_fast(rb.data, &fast);
-        tset(d, "ranged_decls", bufstr(g->c, &rdecl));
-        tset(d, "ranged_fast_body", bufstr(g->c, &fast));
-        tset(d, "ranged_exact_body", bufstr(g->c, &rb));
-        tset(d, "ranged_stores", bufstr(g->c, &rstore));
+        tset(d, "ranged_decls", emit_str(g->c, &rdecl));
+        tset(d, "ranged_fast_body", emit_str(g->c, &fast));
+        tset(d, "ranged_exact_body", emit_str(g->c, &rb));
+        tset(d, "ranged_stores", emit_str(g->c, &rstore));
     } else {
         buf_free(&rb);
         buf_free(&rdecl);
@@ -524,18 +367,18 @@ static void elementwise(const Gen *g, TDict *d)
         buf_printf(&bargs, ", s%d", s);
     }
     Buf rs = {0};
-    read_scalars(g, "p", nd.scalars, &rs);
-    tset(d, "run_scalars", bufstr(g->c, &rs));
+    emit_read_scalars(g, "p->", nd.scalars, &rs);
+    tset(d, "run_scalars", emit_str(g->c, &rs));
     bool has_bcast = false;
     for (int op = 0; op < g->nops; op++) {
         if (!used[op])
             continue;
-        bool out = is_output(g, op);
+        bool out = g->output[op];
         const char *cst = out ? "" : "const ";
-        const char *st = stype(g->op_storage[op]);
+        const char *st = stype(g->storage[op]);
         buf_printf(&cp, ", %s%s *NNK_RESTRICT p%d", cst, st, op);
         buf_printf(&spp, ", %s%s *p%d, int64_t d%d", cst, st, op, op);
-        buf_printf(&apiargs, ", %s", c_param(g, g->op_name[op]));
+        buf_printf(&apiargs, ", %s", c_param(g, g->name[op]));
         buf_printf(&zero, ", (%s%s *)p->data[%d]", cst, st, op);
         buf_printf(&zla, ", (%s%s *)p->data[%d], 0", cst, st, op);
         buf_printf(&ptrs, "%s%s *q%d = (%s%s *)p->data[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
@@ -569,9 +412,9 @@ static void elementwise(const Gen *g, TDict *d)
         if (!u)
             buf_printf(&unused, "(void)%s;\n", c_param(g, ip->name));
     }
-    tset(d, "api_unused", bufstr(g->c, &unused));
-    tset(d, "contig_params", bufstr(g->c, &cp));
-    tset(d, "bcast_chunk", bufstr(g->c, &bchunk));
+    tset(d, "api_unused", emit_str(g->c, &unused));
+    tset(d, "contig_params", emit_str(g->c, &cp));
+    tset(d, "bcast_chunk", emit_str(g->c, &bchunk));
     tset(d, "op_sizes", op_sizes(g, used));
     {
         /* the contiguous entry point in place: one-dimensional views of
@@ -595,8 +438,8 @@ static void elementwise(const Gen *g, TDict *d)
                        c_param(g, g->in->outs[i].name));
             buf_printf(&args, "%s&v%d_", args.len ? ", " : "", vi++);
         }
-        tset(d, "api_inplace_views", bufstr(g->c, &views));
-        tset(d, "api_inplace_args", bufstr(g->c, &args));
+        tset(d, "api_inplace_views", emit_str(g->c, &views));
+        tset(d, "api_inplace_args", emit_str(g->c, &args));
     }
     {
         /* the contiguous entry point: whether an output's n elements meet
@@ -607,11 +450,11 @@ static void elementwise(const Gen *g, TDict *d)
                 if (!used[op])
                     continue;
                 buf_printf(&ap, "%snnk_meet_(%s, n * (int64_t)sizeof(%s), %s, n * (int64_t)sizeof(%s))",
-                           ap.len ? " ||\n        " : "", c_param(g, g->op_name[o]), stype(g->op_storage[o]),
-                           c_param(g, g->op_name[op]), stype(g->op_storage[op]));
+                           ap.len ? " ||\n        " : "", c_param(g, g->name[o]), stype(g->storage[o]),
+                           c_param(g, g->name[op]), stype(g->storage[op]));
             }
         }
-        tset(d, "api_overlap", ap.len ? bufstr(g->c, &ap) : "0");
+        tset(d, "api_overlap", ap.len ? emit_str(g->c, &ap) : "0");
         /* an inout parameter is its own output: never the restrict loops;
          * index(d) reads the plan: through NAME_strided too */
         bool inout = nd.plan;
@@ -619,18 +462,18 @@ static void elementwise(const Gen *g, TDict *d)
             inout |= g->in->outs[i].inout;
         tbool(d, "api_inout", inout);
     }
-    tset(d, "strided_params", bufstr(g->c, &spp));
-    tset(d, "api_args", bufstr(g->c, &apiargs));
-    tset(d, "zero_args", bufstr(g->c, &zero));
-    tset(d, "zero_strided_args", bufstr(g->c, &zla));
-    tset(d, "row_ptrs", bufstr(g->c, &ptrs));
-    tset(d, "row_contig_args", bufstr(g->c, &rca));
-    tset(d, "row_strided_args", bufstr(g->c, &rsa));
-    tset(d, "contig_test", bufstr(g->c, &ctest));
+    tset(d, "strided_params", emit_str(g->c, &spp));
+    tset(d, "api_args", emit_str(g->c, &apiargs));
+    tset(d, "zero_args", emit_str(g->c, &zero));
+    tset(d, "zero_strided_args", emit_str(g->c, &zla));
+    tset(d, "row_ptrs", emit_str(g->c, &ptrs));
+    tset(d, "row_contig_args", emit_str(g->c, &rca));
+    tset(d, "row_strided_args", emit_str(g->c, &rsa));
+    tset(d, "contig_test", emit_str(g->c, &ctest));
     tbool(d, "has_bcast", has_bcast);
-    tset(d, "bcast_test", bufstr(g->c, &btest));
-    tset(d, "bcast_setup", bufstr(g->c, &bset));
-    tset(d, "bcast_args", bufstr(g->c, &bargs));
+    tset(d, "bcast_test", emit_str(g->c, &btest));
+    tset(d, "bcast_setup", emit_str(g->c, &bset));
+    tset(d, "bcast_args", emit_str(g->c, &bargs));
     need_free(&nd);
 }
 
@@ -639,13 +482,13 @@ static void elementwise(const Gen *g, TDict *d)
 static bool is_arg(const IrReducer *r) { return red_is_arg(r); }
 
 /* The name of reduce()'s combine function of reducer ri. */
-static const char *comb_name(const Gen *g, int ri)
+static const char *comb_name(const EmitOperands *g, int ri)
 {
     return arena_printf(g->c->arena, "%s__comb%d", g->in->name, ri);
 }
 
 /* The identity of reducer r as an expression of its accumulator type. */
-static const char *acc_ident(const Gen *g, const IrReducer *r)
+static const char *acc_ident(const EmitOperands *g, const IrReducer *r)
 {
     Buf s = {0};
     if (r->kind == R_CUSTOM) {
@@ -656,22 +499,22 @@ static const char *acc_ident(const Gen *g, const IrReducer *r)
     } else {
         emit_red_identity(r, &s);
     }
-    return bufstr(g->c, &s);
+    return emit_str(g->c, &s);
 }
 
-static void acc_step(const Gen *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv,
+static void acc_step(const EmitOperands *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv,
                      const char *idx, Buf *out)
 {
     emit_red_step(r, comb_name(g, ri), acc, v, idxv, idx, out);
 }
 
-static void acc_combine(const Gen *g, int ri, const IrReducer *r, const char *dst, const char *a, const char *b,
+static void acc_combine(const EmitOperands *g, int ri, const IrReducer *r, const char *dst, const char *a, const char *b,
                         const char *dx, const char *ax, const char *bx, Buf *out)
 {
     emit_red_combine(r, comb_name(g, ri), dst, a, b, dx, ax, bx, out);
 }
 
-static void acc_merge(const Gen *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
+static void acc_merge(const EmitOperands *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
                       const char *bx, Buf *out)
 {
     emit_red_merge(r, comb_name(g, ri), a, b, ax, bx, out);
@@ -682,83 +525,29 @@ static void acc_final(const IrReducer *r, const char *acc, const char *idxv, Buf
     emit_red_final(r, acc, idxv, "n_red", out);
 }
 
-/* reduce(e, identity, |a, b| combine): the combine as a function of two
- * accumulator values (it may read scalar parameters from the plan). */
-static void combine_functions(const Gen *g, TDict *d)
-{
-    const IrKernel *k = g->k;
-    Buf fns = {0};
-    for (int ri = 0; ri < k->nreds; ri++) {
-        const IrReducer *r = &k->reds[ri];
-        if (r->kind != R_CUSTOM)
-            continue;
-        Need nd = need_of(g, &r->combine, 1);
-        Mode m = M_ROW_CONTIG;
-        EmitAccess ac = access_for(g, &m);
-        const char *A = ctype(r->acc_type);
-        Buf body = {0};
-        if (r->width > 1) {
-            /* a tuple state: value ri - head from every value of both sides */
-            Buf ps = {0};
-            emit_red_tuple_params(k, r->head, &ps);
-            buf_printf(&fns, "\n/* reduce(): value %d of the tuple state of reducers #%d..#%d */\n", ri - r->head, r->head,
-                       r->head + r->width - 1);
-            buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s)\n{\n", A, g->in->name, ri, ps.data);
-            buf_free(&ps);
-            for (int j = 0; j < r->width; j++)
-                buf_printf(&body, j ? "(void)la%d;\n(void)lb%d;\n" : "(void)la;\n(void)lb;\n", j, j);
-        } else {
-            buf_printf(&fns, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
-            buf_printf(&fns, "static inline %s %s__comb%d(const nnk_plan *p, %s la, %s lb)\n{\n", A, g->in->name, ri, A, A);
-        }
-        bool any_scalar = false;
-        for (int s = 0; s < g->nscalars; s++)
-            any_scalar |= nd.scalars[s];
-        if (!any_scalar)
-            buf_puts(&body, "(void)p;\n");
-        read_scalars(g, "p", nd.scalars, &body);
-        emit_level(&ac, nd.in, L_CONST, L_LAMBDA, &body);
-        Buf v = {0};
-        emit_ref(&ac, r->combine, &v);
-        buf_printf(&body, "return %s;\n", v.data);
-        buf_free(&v);
-        for (char *line = body.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&fns, "    %.*s\n", (int)(nl - line), line);
-            if (!nl)
-                break;
-        }
-        buf_puts(&fns, "}\n");
-        buf_free(&body);
-        need_free(&nd);
-    }
-    tset(d, "combine_fns", fns.data ? fns.data : "");
-    buf_free(&fns);
-}
-
 /* Prologue of a reduction function: scalars, n, and the nodes of level
  * lo..hi among `nd` (with the row access: reducer values from f->). */
-static void prologue(const Gen *g, const Need *nd, int hi, bool uses_f, Buf *out)
+static void prologue(const EmitOperands *g, const Need *nd, int hi, bool uses_f, Buf *out)
 {
-    read_scalars(g, "p", nd->scalars, out);
+    emit_read_scalars(g, "p->", nd->scalars, out);
     if (nd->n)
         buf_puts(out, "const int64_t n_red = p->nreduced;\n");
     if (!uses_f)
         buf_puts(out, "(void)f;\n");
     Mode m = M_ROW_CONTIG;
     EmitAccess ac = access_for(g, &m);
-    emit_level(&ac, nd->in, L_CONST, hi, out);
+    emit_levels(&ac, nd->in, L_CONST, hi, out);
 }
 
 /* The per-element code of a reduction loop: the nodes, then `tail`. */
-static void elem_code(const Gen *g, const Need *nd, Mode mode, Buf *out)
+static void elem_code(const EmitOperands *g, const Need *nd, Mode mode, Buf *out)
 {
     EmitAccess ac = access_for(g, &mode);
-    emit_level(&ac, nd->in, L_ELEM, L_ELEM, out);
+    emit_levels(&ac, nd->in, L_ELEM, L_ELEM, out);
 }
 
 /* Stores of the tensor outputs for the element loop of `mode`. */
-static void tensor_stores(const Gen *g, Mode mode, Buf *out)
+static void tensor_stores(const EmitOperands *g, Mode mode, Buf *out)
 {
     const IrKernel *k = g->k;
     EmitAccess ac = access_for(g, &mode);
@@ -779,21 +568,10 @@ static void tensor_stores(const Gen *g, Mode mode, Buf *out)
     }
 }
 
-/* Indents every line of `s` by `n` spaces into out. */
-static void indent_into(Buf *out, const char *s, int n)
-{
-    for (const char *line = s, *nl; line && *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        buf_printf(out, "%*s%.*s\n", n, "", nl ? (int)(nl - line) : (int)strlen(line), line);
-        if (!nl)
-            break;
-    }
-}
-
 /* For the column order: the per-position values (row level) the element
  * code takes from outside its loop live in arrays cx->tN; `loads` gets the
  * lines reading them back as tN (from the hoisted pointers tN_). */
-static void col_boundary_loads(const Gen *g, const uint8_t *bnd, Buf *hoist, Buf *loads)
+static void col_boundary_loads(const EmitOperands *g, const uint8_t *bnd, Buf *hoist, Buf *loads)
 {
     for (int i = 0; i < g->k->nnodes; i++) {
         if (!bnd[i])
@@ -808,7 +586,7 @@ static void col_boundary_loads(const Gen *g, const uint8_t *bnd, Buf *hoist, Buf
 /* For the column order: the code computing what `roots` need outside the
  * element loops -- scalars, n, uniform values -- and then, per position c,
  * the row-level values, stored into cx->tN[c] for the nodes in `bnd`. */
-static void col_prep(const Gen *g, const int32_t *roots, int nroots, const uint8_t *bnd, Buf *out)
+static void col_prep(const EmitOperands *g, const int32_t *roots, int nroots, const uint8_t *bnd, Buf *out)
 {
     const IrKernel *k = g->k;
     Need sub = need_of(g, roots, nroots);
@@ -819,21 +597,21 @@ static void col_prep(const Gen *g, const int32_t *roots, int nroots, const uint8
         uses_p |= sub.scalars[s];
     if (!uses_p)
         buf_puts(out, "(void)p;\n");
-    read_scalars(g, "p", sub.scalars, out);
+    emit_read_scalars(g, "p->", sub.scalars, out);
     if (sub.n)
         buf_puts(out, "const int64_t n_red = p->nreduced;\n");
-    emit_level(&ac, sub.in, L_CONST, L_UNIFORM, out);
+    emit_levels(&ac, sub.in, L_CONST, L_UNIFORM, out);
     bool any = false;
     for (int i = 0; i < k->nnodes; i++)
         any |= bnd[i] != 0;
     if (any) {
         Buf rows = {0};
-        emit_level(&ac, sub.in, L_ROW, L_ROW, &rows);
+        emit_levels(&ac, sub.in, L_ROW, L_ROW, &rows);
         for (int i = 0; i < k->nnodes; i++)
             if (bnd[i])
                 buf_printf(&rows, "cx->t%d[c] = t%d;\n", i, i);
         buf_puts(out, "for (int64_t c = 0; c < T; c++) {\n");
-        indent_into(out, rows.data, 4);
+        emit_indent(out, rows.data, 4);
         buf_puts(out, "}\n");
         buf_free(&rows);
     }
@@ -841,7 +619,7 @@ static void col_prep(const Gen *g, const int32_t *roots, int nroots, const uint8
 }
 
 /* The nodes set in `set`, as a list of roots. */
-static int set_roots(const Gen *g, const uint8_t *set, int32_t *roots, int max)
+static int set_roots(const EmitOperands *g, const uint8_t *set, int32_t *roots, int max)
 {
     int n = 0;
     for (int i = 0; i < g->k->nnodes && n < max; i++)
@@ -852,7 +630,7 @@ static int set_roots(const Gen *g, const uint8_t *set, int32_t *roots, int max)
 
 /* "float *s_a0 = (float *)s; int64_t *s_x0 = ..." for phase ph's fields in
  * a column level at `base` (T of each, 8-byte aligned). */
-static void col_fields(const Gen *g, int ph, const char *base, const char *cst, Buf *out)
+static void col_fields(const EmitOperands *g, int ph, const char *base, const char *cst, Buf *out)
 {
     const IrKernel *k = g->k;
     Buf off = {0};
@@ -884,7 +662,7 @@ typedef struct Cache {
 } Cache;
 
 /* need_of, not looking below node `stop` (its value comes from elsewhere). */
-static Need need_stop(const Gen *g, const int32_t *roots, int nroots, int stop)
+static Need need_stop(const EmitOperands *g, const int32_t *roots, int nroots, int stop)
 {
     const IrKernel *k = g->k;
     Need nd;
@@ -906,7 +684,7 @@ static Need need_stop(const Gen *g, const int32_t *roots, int nroots, int stop)
     return nd;
 }
 
-static Cache find_cache(const Gen *g)
+static Cache find_cache(const EmitOperands *g)
 {
     const IrKernel *k = g->k;
     Cache c = {-1, -1};
@@ -954,7 +732,7 @@ static Cache find_cache(const Gen *g)
 
 /* The per-element code of a loop of `mode`, with the cached value (if the
  * set needs it) read from its output. */
-static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Buf *out)
+static void elem_code_c(const EmitOperands *g, const Need *nd, Mode mode, Cache cache, Buf *out)
 {
     EmitAccess ac = access_for(g, &mode);
     uint8_t *done = nnkc_scratch((size_t)g->k->nnodes + 1);
@@ -963,7 +741,7 @@ static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Bu
         Buf a = {0};
         operand_access(&ac, cache.op, &a);
         buf_printf(out, "const %s t%d = ", ctype(t), cache.node);
-        emit_load(g->op_storage[cache.op], t, a.data, out);
+        emit_load(g->storage[cache.op], t, a.data, out);
         buf_puts(out, "; /* stored by the last phase */\n");
         buf_free(&a);
         done[cache.node] = 1;
@@ -975,7 +753,7 @@ static void elem_code_c(const Gen *g, const Need *nd, Mode mode, Cache cache, Bu
 }
 
 /* Emits the data of one phase (P) of a reduction. */
-static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t *red_loads, uint8_t *col_rows,
+static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache, uint8_t *red_loads, uint8_t *col_rows,
                             int *lane_bytes)
 {
     const IrKernel *k = g->k;
@@ -1071,12 +849,12 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
                     Buf e = {0}, ec = {0};
                     emit_ref(&ar, m->arg, &e);
                     emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
-                    rows[j] = bufstr(g->c, &ec);
+                    rows[j] = emit_str(g->c, &ec);
                     e.len = 0;
                     ec = (Buf){0};
                     emit_ref(&acol, m->arg, &e);
                     emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
-                    cols[j] = bufstr(g->c, &ec);
+                    cols[j] = emit_str(g->c, &ec);
                     buf_free(&e);
                 }
                 emit_red_tuple(k, ri, tcomb, "a%d_[j]", "a%d_[j]", NULL, rows, &upd);
@@ -1094,7 +872,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
             buf_free(tmp[i]);
     }
     buf_puts(&lanes, "for (int j = 0; j < NNK_LANES; j++) {\n");
-    indent_into(&lanes, reset.data, 4);
+    emit_indent(&lanes, reset.data, 4);
     buf_puts(&lanes, "}\n");
 
     /* final: copy the lanes, combine them pairwise, finish */
@@ -1131,10 +909,10 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         buf_puts(&fdone, ";\n");
     }
     buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
-    indent_into(&final, fcopy.data, 4);
+    emit_indent(&final, fcopy.data, 4);
     buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) ..., then (0 2) (4 6) ..., then (0 4) ... */\n");
     buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
-    indent_into(&final, fpair.data, 8);
+    emit_indent(&final, fpair.data, 8);
     buf_puts(&final, "    }\n}\n");
     buf_puts(&final, fdone.data);
     buf_free(&fcopy);
@@ -1150,12 +928,12 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
             uses_p |= ind.scalars[s];
         if (!uses_p)
             buf_puts(&ipro, "(void)p;\n");
-        read_scalars(g, "p", ind.scalars, &ipro);
+        emit_read_scalars(g, "p->", ind.scalars, &ipro);
         if (ind.n) /* an identity may read n: reduce(x, f32(n), ...) */
             buf_puts(&ipro, "const int64_t n_red = p->nreduced;\n");
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
-        emit_level(&ac, ind.in, L_CONST, L_UNIFORM, &ipro);
+        emit_levels(&ac, ind.in, L_CONST, L_UNIFORM, &ipro);
     }
 
     /* the row order: element code of this phase's reducer arguments */
@@ -1174,7 +952,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         uint8_t sc[MAXOPS];
         for (int s = 0; s < g->nscalars; s++)
             sc[s] = ind.scalars[s] && !nd.scalars[s];
-        read_scalars(g, "p", sc, &pro);
+        emit_read_scalars(g, "p->", sc, &pro);
         if (ind.n && !nd.n)
             buf_puts(&pro, "const int64_t n_red = p->nreduced;\n");
         uint8_t *sel = nnkc_scratch((size_t)k->nnodes + 1);
@@ -1201,18 +979,18 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     if (cache.node >= 0) {
         /* the value the epilogue needs again goes to its output now */
         int op = cache.op;
-        const char *st = stype(g->op_storage[op]);
+        const char *st = stype(g->storage[op]);
         char v[32];
         snprintf(v, sizeof v, "t%d", cache.node);
         Type t = (Type)k->nodes[cache.node].type;
         buf_printf(&cbody, "c%d[i] = ", op);
-        emit_store(t, g->op_storage[op], v, &cbody);
+        emit_store(t, g->storage[op], v, &cbody);
         buf_puts(&cbody, "; /* read again by the epilogue */\n");
         buf_printf(&sbody, "c%d[i * d%d] = ", op, op);
-        emit_store(t, g->op_storage[op], v, &sbody);
+        emit_store(t, g->storage[op], v, &sbody);
         buf_puts(&sbody, ";\n");
         buf_printf(&cstore, "c%d[c] = ", op);
-        emit_store(t, g->op_storage[op], v, &cstore);
+        emit_store(t, g->storage[op], v, &cstore);
         buf_puts(&cstore, "; /* read again by the epilogue */\n");
         buf_printf(&ptrs, "%s *b%d = (%s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
         buf_printf(&test, " && p->strides[%d][last] == 1", op);
@@ -1226,7 +1004,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
     for (int op = 0; op < k->nloads; op++) {
         if (!nd.loads[op])
             continue;
-        const char *st = stype(g->op_storage[op]);
+        const char *st = stype(g->storage[op]);
         buf_printf(&ptrs, "const %s *b%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
         buf_printf(&test, " && p->strides[%d][last] == 1", op);
         buf_printf(&hdecl, "const %s *c%d = b%d;\n", st, op, op);
@@ -1261,13 +1039,13 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         else
             buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
     }
-    read_scalars(g, "p", nd.scalars, &cpro);
+    emit_read_scalars(g, "p->", nd.scalars, &cpro);
     if (nd.n)
         buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
     {
         Mode m = M_COL;
         EmitAccess ac = access_for(g, &m);
-        emit_level(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
+        emit_levels(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
     }
     col_boundary_loads(g, bnd, &choist, &cload);
     if (!choist.len)
@@ -1285,7 +1063,7 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         bool out = op >= k->nloads;
         if (out ? cache.node < 0 || op != cache.op : !nd.loads[op])
             continue;
-        const char *st = stype(g->op_storage[op]), *cst = out ? "" : "const ";
+        const char *st = stype(g->storage[op]), *cst = out ? "" : "const ";
         buf_printf(&crow, "%s%s *c%d = (%s%s *)ps->b[%d] + it->off[%d];\n", cst, st, op, cst, st, op, op);
         buf_printf(&crow, "const int64_t rs%d = p->strides[%d][last];\n", op, op);
         buf_printf(&cstep, "c%d += rs%d;\n", op, op);
@@ -1302,53 +1080,53 @@ static void reduction_phase(const Gen *g, TDict *P, int ph, Cache cache, uint8_t
         buf_puts(&crow, "(void)last;\n(void)ps;\n");
     if (!cstep.len)
         buf_puts(&cstep, "(void)0;\n");
-    tset(P, "crow_step", bufstr(g->c, &cstep));
-    tset(P, "crow_reload", bufstr(g->c, &creload));
+    tset(P, "crow_step", emit_str(g->c, &cstep));
+    tset(P, "crow_reload", emit_str(g->c, &creload));
     col_fields(g, ph, "s", "", &cfs_s);
     col_fields(g, ph, "a", "", &cfs_ab);
     col_fields(g, ph, "b", "const ", &cfs_ab);
     col_fields(g, ph, "cur", "", &cfs_cur);
     col_fields(g, ph, "res", "const ", &cfs_res);
 
-    tset(P, "phase_reducers", bufstr(g->c, &names));
-    tset(P, "state_fields", bufstr(g->c, &fields));
-    tset(P, "init_prologue", bufstr(g->c, &ipro));
-    tset(P, "init_lanes", bufstr(g->c, &initl));
+    tset(P, "phase_reducers", emit_str(g->c, &names));
+    tset(P, "state_fields", emit_str(g->c, &fields));
+    tset(P, "init_prologue", emit_str(g->c, &ipro));
+    tset(P, "init_lanes", emit_str(g->c, &initl));
     tset(P, "merge_prologue", custom ? "" : "(void)p;");
-    tset(P, "merge_lanes", bufstr(g->c, &merge));
-    tset(P, "final_code", bufstr(g->c, &final));
+    tset(P, "merge_lanes", emit_str(g->c, &merge));
+    tset(P, "final_code", emit_str(g->c, &final));
     if (!ptrs.len) /* a reducer of no tensor (sum(1.5)) reads no segment */
         buf_puts(&pro, "(void)ps;\n");
-    tset(P, "leaf_prologue", bufstr(g->c, &pro));
-    tset(P, "lane_decls", bufstr(g->c, &lanes));
-    tset(P, "seg_ptrs", bufstr(g->c, &ptrs));
-    tset(P, "seg_contig_test", bufstr(g->c, &test));
-    tset(P, "head_decls", bufstr(g->c, &hdecl));
-    tset(P, "main_decls", bufstr(g->c, &mdecl));
-    tset(P, "strided_decls", bufstr(g->c, &sdecl));
-    tset(P, "contig_body", bufstr(g->c, &cbody));
-    tset(P, "strided_body", bufstr(g->c, &sbody));
-    tset(P, "carry_lanes", bufstr(g->c, &carry));
-    tset(P, "store_level", bufstr(g->c, &store));
-    tset(P, "reset_lanes", bufstr(g->c, &reset));
-    tset(P, "load_level", bufstr(g->c, &load));
-    tset(P, "merge_into_s", bufstr(g->c, &into));
-    tset(P, "cbytes_expr", bufstr(g->c, &cbytes));
-    tset(P, "cfields_s", bufstr(g->c, &cfs_s));
-    tset(P, "cfields_ab", bufstr(g->c, &cfs_ab));
-    tset(P, "cfields_cur", bufstr(g->c, &cfs_cur));
-    tset(P, "cfields_res", bufstr(g->c, &cfs_res));
-    tset(P, "cinit_cols", bufstr(g->c, &cinit));
-    tset(P, "cmerge_cols", bufstr(g->c, &cmerge));
-    tset(P, "crows_code", bufstr(g->c, &crows));
-    tset(P, "cleaf_prologue", bufstr(g->c, &cpro));
-    tset(P, "crow_init", bufstr(g->c, &crow));
-    tset(P, "col_body", bufstr(g->c, &colb));
-    tset(P, "cleaf_params", bufstr(g->c, &cparams));
-    tset(P, "cleaf_args", bufstr(g->c, &cargs));
-    tset(P, "cfinal_load", bufstr(g->c, &cfl));
-    tset(P, "cfinal_store", bufstr(g->c, &cfs));
-    tset(P, "res_to_lane0", bufstr(g->c, &r2l));
+    tset(P, "leaf_prologue", emit_str(g->c, &pro));
+    tset(P, "lane_decls", emit_str(g->c, &lanes));
+    tset(P, "seg_ptrs", emit_str(g->c, &ptrs));
+    tset(P, "seg_contig_test", emit_str(g->c, &test));
+    tset(P, "head_decls", emit_str(g->c, &hdecl));
+    tset(P, "main_decls", emit_str(g->c, &mdecl));
+    tset(P, "strided_decls", emit_str(g->c, &sdecl));
+    tset(P, "contig_body", emit_str(g->c, &cbody));
+    tset(P, "strided_body", emit_str(g->c, &sbody));
+    tset(P, "carry_lanes", emit_str(g->c, &carry));
+    tset(P, "store_level", emit_str(g->c, &store));
+    tset(P, "reset_lanes", emit_str(g->c, &reset));
+    tset(P, "load_level", emit_str(g->c, &load));
+    tset(P, "merge_into_s", emit_str(g->c, &into));
+    tset(P, "cbytes_expr", emit_str(g->c, &cbytes));
+    tset(P, "cfields_s", emit_str(g->c, &cfs_s));
+    tset(P, "cfields_ab", emit_str(g->c, &cfs_ab));
+    tset(P, "cfields_cur", emit_str(g->c, &cfs_cur));
+    tset(P, "cfields_res", emit_str(g->c, &cfs_res));
+    tset(P, "cinit_cols", emit_str(g->c, &cinit));
+    tset(P, "cmerge_cols", emit_str(g->c, &cmerge));
+    tset(P, "crows_code", emit_str(g->c, &crows));
+    tset(P, "cleaf_prologue", emit_str(g->c, &cpro));
+    tset(P, "crow_init", emit_str(g->c, &crow));
+    tset(P, "col_body", emit_str(g->c, &colb));
+    tset(P, "cleaf_params", emit_str(g->c, &cparams));
+    tset(P, "cleaf_args", emit_str(g->c, &cargs));
+    tset(P, "cfinal_load", emit_str(g->c, &cfl));
+    tset(P, "cfinal_store", emit_str(g->c, &cfs));
+    tset(P, "res_to_lane0", emit_str(g->c, &r2l));
     need_free(&nd);
     buf_free(&upd);
     buf_free(&cupd);
@@ -1364,18 +1142,25 @@ static void blocked_fn(Buf *out, const char *comment, const char *name, const ch
     buf_printf(out, "NNK_MULTIARCH static void %s__%s(int64_t %s%s)\n{\n", name, suffix, count, params ? params : "");
     buf_printf(out, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= %s; b += NNK_BLOCK) {\n", count);
     buf_printf(out, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t %s = b + jb;\n", idx);
-    indent_into(out, body, 12);
+    emit_indent(out, body, 12);
     buf_printf(out, "        }\n    }\n    for (int64_t %s = b; %s < %s; %s++) {\n", idx, idx, count, idx);
-    indent_into(out, body, 8);
+    emit_indent(out, body, 8);
     buf_puts(out, "    }\n}\n");
 }
 
-static void reduction(const Gen *g, TDict *d)
+static void reduction(const EmitOperands *g, TDict *d)
 {
     const IrKernel *k = g->k;
     const int IDX = g->nops;
     tsetf(d, "nphases", "%d", k->nphases);
-    combine_functions(g, d);
+    {
+        static const EmitTarget c_target = {"static inline", "const nnk_plan *p", "p->"};
+        Mode m = M_ROW_CONTIG;
+        EmitAccess ac = access_for(g, &m);
+        Buf fns = {0};
+        emit_combine_fns(g, &c_target, &ac, &fns);
+        tset(d, "combine_fns", emit_str(g->c, &fns));
+    }
 
     /* finals: one field per reducer */
     Buf fin = {0};
@@ -1383,11 +1168,11 @@ static void reduction(const Gen *g, TDict *d)
         buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
     if (!k->nreds)
         buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", bufstr(g->c, &fin));
+    tset(d, "fin_fields", emit_str(g->c, &fin));
     for (int op = 0; op < g->nops; op++) {
         TDict *o = tpush(d, "operands");
         tsetf(o, "k", "%d", op);
-        tset(o, "st", stype(g->op_storage[op]));
+        tset(o, "st", stype(g->storage[op]));
     }
     tlist(d, "operands");
 
@@ -1470,11 +1255,11 @@ static void reduction(const Gen *g, TDict *d)
         }
     }
     for (int op = 0; op < g->nops; op++) {
-        bool tout = is_output(g, op) && !g->op_reduced[op];
+        bool tout = g->output[op] && !g->reduced[op];
         if (!tnd.loads[op] && !tout)
             continue;
         const char *cst = tout ? "" : "const ";
-        const char *st = stype(g->op_storage[op]);
+        const char *st = stype(g->storage[op]);
         buf_printf(&eparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
         buf_printf(&eargs, ", c%d", op);
         buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
@@ -1518,18 +1303,18 @@ static void reduction(const Gen *g, TDict *d)
                        g->nops > 0 ? g->nops : 1, op_sizes(g, all), k->nloads);
         else
             buf_puts(&ad, "const int alias_ = 0; /* no tensor output */");
-        tset(d, "alias_decl", bufstr(g->c, &ad));
+        tset(d, "alias_decl", emit_str(g->c, &ad));
     }
-    tset(d, "epi_prologue", bufstr(g->c, &pro));
-    tset(d, "scalar_stores", bufstr(g->c, &sstores));
+    tset(d, "epi_prologue", emit_str(g->c, &pro));
+    tset(d, "scalar_stores", emit_str(g->c, &sstores));
     tbool(d, "has_tensor_outs", has_tensor);
-    tset(d, "epi_ptrs", bufstr(g->c, &ptrs));
+    tset(d, "epi_ptrs", emit_str(g->c, &ptrs));
     tsetf(d, "epi_contig_test", "p->nred > 0%s", test.data ? test.data : "");
     buf_free(&test);
-    tset(d, "epi_strides", bufstr(g->c, &strides));
-    tset(d, "epi_contig_args", bufstr(g->c, &eargs));
-    tset(d, "epi_strided_body", bufstr(g->c, &sbody));
-    tset(d, "epirow_fn", bufstr(g->c, &erow));
+    tset(d, "epi_strides", emit_str(g->c, &strides));
+    tset(d, "epi_contig_args", emit_str(g->c, &eargs));
+    tset(d, "epi_strided_body", emit_str(g->c, &sbody));
+    tset(d, "epirow_fn", emit_str(g->c, &erow));
 
     /* column order epilogue: the row values of the outputs into cx */
     uint8_t *ball = boundary(g, &nd, roots, nr, L_ROW);
@@ -1588,15 +1373,15 @@ static void reduction(const Gen *g, TDict *d)
     }
     buf_free(&cebody);
     buf_free(&cbody);
-    tset(d, "cepi_prologue", bufstr(g->c, &cepro));
-    tset(d, "cscalar_stores", bufstr(g->c, &cstores));
+    tset(d, "cepi_prologue", emit_str(g->c, &cepro));
+    tset(d, "cscalar_stores", emit_str(g->c, &cstores));
     if (!cestep.len)
         buf_puts(&cestep, "(void)0;\n");
-    tset(d, "cepi_init", bufstr(g->c, &ceptrs));
-    tset(d, "cepi_step", bufstr(g->c, &cestep));
-    tset(d, "cepi_reload", bufstr(g->c, &cereload));
-    tset(d, "cepi_args", bufstr(g->c, &ceargs));
-    tset(d, "cepirow_fn", bufstr(g->c, &cerow));
+    tset(d, "cepi_init", emit_str(g->c, &ceptrs));
+    tset(d, "cepi_step", emit_str(g->c, &cestep));
+    tset(d, "cepi_reload", emit_str(g->c, &cereload));
+    tset(d, "cepi_args", emit_str(g->c, &ceargs));
+    tset(d, "cepirow_fn", emit_str(g->c, &cerow));
     buf_free(&eparams);
     buf_free(&ceparams);
 
@@ -1623,10 +1408,10 @@ static void reduction(const Gen *g, TDict *d)
     }
     if (!k->nreds)
         buf_puts(&f2c, "(void)f;\n");
-    tset(d, "cx_fields", bufstr(g->c, &cxf));
-    tset(d, "cx_bytes", bufstr(g->c, &cxb));
-    tset(d, "cx_assign", bufstr(g->c, &cxa));
-    tset(d, "fin_to_cx", bufstr(g->c, &f2c));
+    tset(d, "cx_fields", emit_str(g->c, &cxf));
+    tset(d, "cx_bytes", emit_str(g->c, &cxb));
+    tset(d, "cx_assign", emit_str(g->c, &cxa));
+    tset(d, "fin_to_cx", emit_str(g->c, &f2c));
     /* stack scratch: NNK_COLT_MIN positions, or one (red_partial), with
      * every level (each array at most 8 bytes an element) */
     int lane_bytes = max_lane_bytes > 0 ? max_lane_bytes : 8;
@@ -1638,7 +1423,7 @@ static void reduction(const Gen *g, TDict *d)
     bool has_col = false;
     Buf ct = {0}, rowc = {0};
     for (int op = 0; op < g->nops; op++) {
-        bool tout = is_output(g, op) && !g->op_reduced[op];
+        bool tout = g->output[op] && !g->reduced[op];
         bool loaded = op < k->nloads && (red_loads[op] || nd.loads[op]);
         if (loaded || tout)
             buf_printf(&ct, "%sp->strides[%d][k0 - 1] == 1", ct.len ? " && " : "", op);
@@ -1657,36 +1442,16 @@ static void reduction(const Gen *g, TDict *d)
     need_free(&nd);
     need_free(&tnd);
 
-    /* §8 entry: [outer, len, inner] views */
+    /* §8 entry: [outer, len, inner] views (views), scalars by value */
     Buf args = {0};
-    int vi = 0;
-    for (int i = 0; i < g->in->nparams; i++) {
-        const InstParam *ip = &g->in->params[i];
-        if (ip->tensor) {
-            TDict *v = tpush(d, "api_views");
-            tsetf(v, "k", "%d", vi);
-            tset(v, "arg", c_param(g, ip->name));
-            tset(v, "rank", "3");
-            tset(v, "shape", "full_");
-            tset(v, "strides", "fst_");
+    for (int i = 0, vi = 0; i < g->in->nparams + g->in->nouts; i++) {
+        const InstParam *ip = i < g->in->nparams ? &g->in->params[i] : NULL;
+        if (!ip || ip->tensor)
             buf_printf(&args, ", &v%d_", vi++);
-        } else {
+        else
             buf_printf(&args, ", %s", c_param(g, ip->name));
-        }
     }
-    for (int i = 0; i < g->in->nouts; i++) {
-        const InstParam *o = &g->in->outs[i];
-        TDict *v = tpush(d, "api_views");
-        tsetf(v, "k", "%d", vi);
-        tset(v, "arg", c_param(g, o->name));
-        tset(v, "rank", o->tensor ? "3" : "2");
-        tset(v, "shape", o->tensor ? "full_" : "red_");
-        tset(v, "strides", o->tensor ? "fst_" : "rst_");
-        buf_printf(&args, ", &v%d_", vi++);
-    }
-    tlist(d, "api_views");
-    tset(d, "api_args", args.data ? args.data : "");
-    buf_free(&args);
+    tset(d, "api_args", emit_str(g->c, &args));
 }
 
 /* ---- the file ---------------------------------------------------------------------- */
@@ -1707,20 +1472,10 @@ static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *o
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);
-        Gen g;
-        gen_init(&g, c, in);
+        EmitOperands g;
+        emit_operands_init(&g, c, in);
         TDict *e = tpush(d, "instances");
-        tbool(e, "elementwise", !in->reduction);
-        tbool(e, "reduction", in->reduction);
-        tset(e, "kind_word", in->reduction ? "reduction" : "elementwise");
-        tset(e, "name", in->name);
-        tset(e, "display", in->display);
-        tset(e, "signature", signature(&g));
-        tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
-        tset(e, "kind", in->reduction ? "NNK_KIND_REDUCTION" : "NNK_KIND_ELEMENTWISE");
-        fatobj_instance_keys(c, in, opt, e); /* NAME_cuda, NAME_run; the descriptor's CUDA fields */
-        scalar_lists(&g, e);
-        api_params(&g, e);
+        emit_instance_keys(&g, opt, e);
         if (!bodies)
             continue;
         desc_params(&g, e);

@@ -39,13 +39,6 @@ static EmitAccess cu_access(Compiler *c, const EmitOperands *o, const CuAccess *
     return ac;
 }
 
-static const char *dup(Compiler *c, Buf *b)
-{
-    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
-    buf_free(b);
-    return s;
-}
-
 static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
 {
     uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
@@ -134,13 +127,13 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
         tset(e, "itype", itypes[t][1]);
     }
     tsetf(d, "vec", "%d", vec);
-    tset(d, "uniform_code", dup(c, &uni));
-    tset(d, "vec_body", dup(c, &vb));
-    tset(d, "flat_body", dup(c, &fb));
-    tset(d, "off_body", dup(c, &ob));
-    tset(d, "vec_loads", dup(c, &loads));
-    tset(d, "vec_stores", dup(c, &stores));
-    tset(d, "ptrs", dup(c, &ptrs));
+    tset(d, "uniform_code", emit_str(c, &uni));
+    tset(d, "vec_body", emit_str(c, &vb));
+    tset(d, "flat_body", emit_str(c, &fb));
+    tset(d, "off_body", emit_str(c, &ob));
+    tset(d, "vec_loads", emit_str(c, &loads));
+    tset(d, "vec_stores", emit_str(c, &stores));
+    tset(d, "ptrs", emit_str(c, &ptrs));
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -152,46 +145,6 @@ static void shfl_field(Type t, const char *field, Buf *out)
     buf_printf(out, "o.%s = (%s)nnk_shfl_down((%s)s->%s, d);\n", field, ctype(t), type_info[t].shuffle, field);
 }
 
-static void combine_functions(Compiler *c, const EmitOperands *o, const char *name, Buf *out)
-{
-    const IrKernel *k = o->k;
-    for (int ri = 0; ri < k->nreds; ri++) {
-        const IrReducer *r = &k->reds[ri];
-        if (r->kind != R_CUSTOM)
-            continue;
-        uint8_t *need = mark(k, &r->combine, 1);
-        CuAccess m = {CU_SLICE};
-        EmitAccess ac = cu_access(c, o, &m);
-        const char *A = ctype(r->acc_type);
-        Buf body = {0}, ps = {0};
-        if (r->width > 1) {
-            /* a tuple state: value ri - head from every value of both sides */
-            emit_red_tuple_params(k, r->head, &ps);
-            for (int j = 1; j < r->width; j++)
-                buf_printf(&body, "(void)la%d;\n(void)lb%d;\n", j, j);
-        } else {
-            buf_printf(&ps, "%s la, %s lb", A, A);
-        }
-        emit_read_scalars(o, "p.", &body);
-        emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
-        Buf v = {0};
-        emit_ref(&ac, r->combine, &v);
-        buf_printf(&body, "return %s;\n", v.data);
-        buf_free(&v);
-        buf_printf(out, "\nNNK_DEVICE %s %s__comb%d(const nnk_cuda_plan &p, %s)\n{\n    (void)la;\n    (void)lb;\n",
-                   A, name, ri, ps.data);
-        buf_free(&ps);
-        for (char *line = body.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-            if (!nl)
-                break;
-        }
-        buf_puts(out, "}\n");
-        buf_free(&body);
-    }
-}
-
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
@@ -201,16 +154,19 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ri = 0; ri < k->nreds; ri++)
         has_arg |= red_is_arg(&k->reds[ri]);
     tset(d, "cu_flags", has_arg ? "1" : "0"); /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
+    static const EmitTarget cuda_target = {"NNK_DEVICE", "const nnk_cuda_plan &p", "p."};
+    CuAccess cm = {CU_SLICE};
+    EmitAccess cac = cu_access(c, o, &cm);
     Buf combs = {0};
-    combine_functions(c, o, name, &combs);
-    tset(d, "combine_fns", dup(c, &combs));
+    emit_combine_fns(o, &cuda_target, &cac, &combs);
+    tset(d, "combine_fns", emit_str(c, &combs));
 
     Buf fin = {0};
     for (int ri = 0; ri < k->nreds; ri++)
         buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
     if (!k->nreds)
         buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", dup(c, &fin));
+    tset(d, "fin_fields", emit_str(c, &fin));
 
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
@@ -302,18 +258,18 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         emit_levels(&ac, need, L_CONST, L_ROW, &pro);
         emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
         pointers(o, need, false, &ptrs);
-        emit_read_scalars(o, "p.", &rs);
-        tset(P, "read_scalars", dup(c, &rs));
-        tset(P, "state_fields", fields.data ? dup(c, &fields) : "char unused_;");
-        tset(P, "ident_code", dup(c, &ident));
-        tset(P, "init_code", init.data ? dup(c, &init) : "(void)s;");
-        tset(P, "merge_code", merge.data ? dup(c, &merge) : "(void)a;\n(void)b;");
-        tset(P, "final_code", final.data ? dup(c, &final) : "(void)f;\n(void)s;");
-        tset(P, "step_code", dup(c, &step));
-        tset(P, "shfl_code", shfl.data ? dup(c, &shfl) : "o = *s;");
-        tset(P, "prologue_code", dup(c, &pro));
-        tset(P, "elem_body", dup(c, &body));
-        tset(P, "ptrs", dup(c, &ptrs));
+        emit_read_scalars(o, "p.", NULL, &rs);
+        tset(P, "read_scalars", emit_str(c, &rs));
+        tset(P, "state_fields", fields.data ? emit_str(c, &fields) : "char unused_;");
+        tset(P, "ident_code", emit_str(c, &ident));
+        tset(P, "init_code", init.data ? emit_str(c, &init) : "(void)s;");
+        tset(P, "merge_code", merge.data ? emit_str(c, &merge) : "(void)a;\n(void)b;");
+        tset(P, "final_code", final.data ? emit_str(c, &final) : "(void)f;\n(void)s;");
+        tset(P, "step_code", emit_str(c, &step));
+        tset(P, "shfl_code", shfl.data ? emit_str(c, &shfl) : "o = *s;");
+        tset(P, "prologue_code", emit_str(c, &pro));
+        tset(P, "elem_body", emit_str(c, &body));
+        tset(P, "ptrs", emit_str(c, &ptrs));
         buf_free(&fields);
         buf_free(&init);
         buf_free(&merge);
@@ -350,12 +306,12 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         buf_free(&v);
         buf_free(&st);
     }
-    emit_read_scalars(o, "p.", &rs);
-    tset(d, "read_scalars", dup(c, &rs));
-    tset(d, "epi_prologue", dup(c, &pro));
-    tset(d, "epi_body", dup(c, &body));
-    tset(d, "scalar_stores", dup(c, &stores));
-    tset(d, "ptrs", dup(c, &ptrs));
+    emit_read_scalars(o, "p.", NULL, &rs);
+    tset(d, "read_scalars", emit_str(c, &rs));
+    tset(d, "epi_prologue", emit_str(c, &pro));
+    tset(d, "epi_body", emit_str(c, &body));
+    tset(d, "scalar_stores", emit_str(c, &stores));
+    tset(d, "ptrs", emit_str(c, &ptrs));
     tbool(d, "has_tensor_outs", has_tensor);
 }
 
@@ -370,20 +326,12 @@ void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, 
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);
         EmitOperands o;
-        emit_operands_init(&o, in);
+        emit_operands_init(&o, c, in);
         TDict *e = tpush(d, "instances");
-        tbool(e, "elementwise", !in->reduction);
-        tbool(e, "reduction", in->reduction);
-        tset(e, "name", in->name);
-        tset(e, "display", in->display);
-        Buf sig = {0};
-        emit_signature(in, &sig);
-        tset(e, "signature", dup(c, &sig));
-        tsetf(e, "nops", "%d", o.nops);
-        tsetf(e, "nops_alloc", "%d", o.nops + 1);
+        emit_instance_keys(&o, opt, e);
         Buf rs = {0};
-        emit_read_scalars(&o, "p.", &rs);
-        tset(e, "read_scalars", dup(c, &rs));
+        emit_read_scalars(&o, "p.", NULL, &rs);
+        tset(e, "read_scalars", emit_str(c, &rs));
         if (in->reduction)
             reduction(c, &o, e);
         else

@@ -38,13 +38,6 @@ static EmitAccess cl_access(Compiler *c, const EmitOperands *o, const ClAccess *
     return ac;
 }
 
-static const char *dup(Compiler *c, Buf *b)
-{
-    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
-    buf_free(b);
-    return s;
-}
-
 static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
 {
     uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
@@ -68,7 +61,7 @@ static const char *kernel_params(Compiler *c, const EmitOperands *o)
     Buf b = {0};
     for (int op = 0; op < o->nops; op++)
         buf_printf(&b, ", __global %s%s *a%d", o->output[op] ? "" : "const ", stype(o->storage[op]), op);
-    return dup(c, &b);
+    return emit_str(c, &b);
 }
 
 /* g<k>: operand k's element (0, ..., 0), for every operand the code touches. */
@@ -81,7 +74,7 @@ static const char *pointers(Compiler *c, const EmitOperands *o, const uint8_t *n
             buf_printf(&b, "__global %s%s *g%d = a%d + p->offset[%d];\n", o->output[op] ? "" : "const ",
                        stype(o->storage[op]), op, op, op);
     }
-    return dup(c, &b);
+    return emit_str(c, &b);
 }
 
 /* Whether the instance computes in f64 anywhere (values, accumulators,
@@ -162,53 +155,16 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
     }
     tsetf(d, "vec", "%d", vec);
     tbool(d, "uses_idx", uses_op(k, need, IR_IDX));
-    tset(d, "uniform_code", dup(c, &uni));
-    tset(d, "vec_body", dup(c, &vb));
-    tset(d, "flat_body", dup(c, &fb));
-    tset(d, "off_body", dup(c, &ob));
-    tset(d, "vec_loads", dup(c, &loads));
-    tset(d, "vec_stores", dup(c, &stores));
+    tset(d, "uniform_code", emit_str(c, &uni));
+    tset(d, "vec_body", emit_str(c, &vb));
+    tset(d, "flat_body", emit_str(c, &fb));
+    tset(d, "off_body", emit_str(c, &ob));
+    tset(d, "vec_loads", emit_str(c, &loads));
+    tset(d, "vec_stores", emit_str(c, &stores));
     tset(d, "ptrs", pointers(c, o, need, true));
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
-
-/* NAME__combK(p, la, lb): reduce()'s combine functions. */
-static const char *combine_functions(Compiler *c, const EmitOperands *o)
-{
-    const IrKernel *k = o->k;
-    Buf out = {0};
-    for (int ri = 0; ri < k->nreds; ri++) {
-        const IrReducer *r = &k->reds[ri];
-        if (r->kind != R_CUSTOM)
-            continue;
-        uint8_t *need = mark(k, &r->combine, 1);
-        ClAccess m = {CL_SLICE};
-        EmitAccess ac = cl_access(c, o, &m);
-        const char *A = ctype(r->acc_type);
-        Buf body = {0}, v = {0}, ps = {0};
-        if (r->width > 1) /* a tuple state: value ri - head from every value of both sides */
-            emit_red_tuple_params(k, r->head, &ps);
-        else
-            buf_printf(&ps, "%s la, %s lb", A, A);
-        emit_read_scalars(o, "p->", &body);
-        emit_levels(&ac, need, L_CONST, L_LAMBDA, &body);
-        emit_ref(&ac, r->combine, &v);
-        buf_printf(&body, "return %s;\n", v.data);
-        buf_free(&v);
-        buf_printf(&out, "\nNNK_INLINE %s %s__comb%d(__constant nnk_cl_plan *p, %s)\n{\n", A, o->in->name, ri, ps.data);
-        buf_free(&ps);
-        for (char *line = body.data, *nl; line && *line; line = nl + 1) {
-            nl = strchr(line, '\n');
-            buf_printf(&out, "    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
-            if (!nl)
-                break;
-        }
-        buf_puts(&out, "}\n");
-        buf_free(&body);
-    }
-    return dup(c, &out);
-}
 
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
@@ -220,18 +176,21 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ri = 0; ri < k->nreds; ri++)
         has_arg |= red_is_arg(&k->reds[ri]);
     tset(d, "flags", has_arg ? "1" : "0");
-    tset(d, "combine_fns", combine_functions(c, o));
+    static const EmitTarget cl_target = {"NNK_INLINE", "__constant nnk_cl_plan *p", "p->"};
+    Buf combs = {0};
+    emit_combine_fns(o, &cl_target, &ac, &combs);
+    tset(d, "combine_fns", emit_str(c, &combs));
     Buf args = {0};
     for (int op = 0; op < o->nops; op++)
         buf_printf(&args, ", a%d", op);
-    tset(d, "kernel_args", dup(c, &args));
+    tset(d, "kernel_args", emit_str(c, &args));
 
     Buf fin = {0};
     for (int ri = 0; ri < k->nreds; ri++)
         buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
     if (!k->nreds)
         buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", dup(c, &fin));
+    tset(d, "fin_fields", emit_str(c, &fin));
 
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
@@ -265,9 +224,9 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         buf_free(&v);
         buf_free(&st);
     }
-    tset(d, "epi_prologue", dup(c, &pro));
-    tset(d, "epi_body", dup(c, &body));
-    tset(d, "scalar_stores", dup(c, &stores));
+    tset(d, "epi_prologue", emit_str(c, &pro));
+    tset(d, "epi_body", emit_str(c, &body));
+    tset(d, "scalar_stores", emit_str(c, &stores));
     tset(d, "epi_ptrs", pointers(c, o, need, true));
     tbool(d, "has_tensor_outs", has_tensor);
 }
@@ -297,7 +256,7 @@ void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         EmitOperands o;
-        emit_operands_init(&o, in);
+        emit_operands_init(&o, c, in);
         if (uses_complex(&o)) {
             diag_error_plain(c, "instance '%s' computes with complex values, which the OpenCL target does not have "
                                 "(use --target=c or --target=cuda)", in->display);
@@ -312,22 +271,14 @@ void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);
         EmitOperands o;
-        emit_operands_init(&o, in);
+        emit_operands_init(&o, c, in);
         fp64 |= needs_fp64(&o);
         TDict *e = tpush(d, "instances");
-        tbool(e, "elementwise", !in->reduction);
-        tbool(e, "reduction", in->reduction);
-        tset(e, "name", in->name);
-        tset(e, "display", in->display);
-        Buf sig = {0};
-        emit_signature(in, &sig);
-        tset(e, "signature", dup(c, &sig));
-        tsetf(e, "nops", "%d", o.nops);
-        tsetf(e, "nops_alloc", "%d", o.nops + 1);
+        emit_instance_keys(&o, opt, e);
         tset(e, "kernel_params", kernel_params(c, &o));
         Buf rs = {0};
-        emit_read_scalars(&o, "p->", &rs);
-        tset(e, "read_scalars", dup(c, &rs));
+        emit_read_scalars(&o, "p->", NULL, &rs);
+        tset(e, "read_scalars", emit_str(c, &rs));
         if (in->reduction)
             reduction(c, &o, e);
         else

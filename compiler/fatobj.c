@@ -33,84 +33,6 @@
 #define NNK_NVCC "no"
 #endif
 
-/* ---- per-instance template keys ----------------------------------------------- */
-
-static const char *take(Compiler *c, Buf *b)
-{
-    const char *s = arena_strdup(c->arena, b->data ? b->data : "");
-    buf_free(b);
-    return s;
-}
-
-void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *opt, TDict *e)
-{
-    Buf params = {0}, run_params = {0}, run_args = {0}, fill = {0}, views = {0}, reduced = {0};
-    int nviews = 0, nin = 0, nscalars = 0;
-    tset(e, "name", in->name);
-    tset(e, "display", in->display);
-    tbool(e, "elementwise", !in->reduction);
-    tbool(e, "reduction", in->reduction);
-    /* a raw parameter is read by index against its own shape: no
-     * contiguous entry points (NAME, NAME_cuda), which know only n */
-    bool raw = false, reads_plan = ir_reads_plan(in->ir);
-    for (int i = 0; i < in->nparams; i++)
-        raw |= in->params[i].raw;
-    /* NAME_strided: raw views and the range error (index(d) reports one too) */
-    tbool(e, "has_raw", raw || reads_plan);
-    tbool(e, "contig_api", !raw);
-    tsetf(e, "desc_symbol", "%s__desc%s", in->name, opt->symbol_suffix ? opt->symbol_suffix : "");
-    for (int i = 0; i < in->nparams + in->nouts; i++) {
-        bool out = i >= in->nparams;
-        const InstParam *p = out ? &in->outs[i - in->nparams] : &in->params[i];
-        const char *nm = name_c_param(c->arena, p->name);
-        if (p->tensor || out) {
-            /* an inout parameter's output: the parameter's pointer or
-             * array (same name), which the runtime passes for it */
-            if (!(out && p->inout)) {
-                buf_printf(&params, out || p->inout ? ", %s *%s" : ", const %s *%s", emit_api_type(p->storage), nm);
-                buf_printf(&run_params, ", struct nnk_array *%s", nm);
-                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_%s(a_, %s));\n", out ? "out" : "array", nm);
-            }
-            TDict *v = tpush(e, "fat_views");
-            tsetf(v, "k", "%d", nviews);
-            tset(v, "arg", nm);
-            bool red = out && !p->tensor;
-            tset(v, "rank", red ? "2" : "3");
-            tset(v, "shape", red ? "red_" : "full_");
-            tset(v, "strides", red ? "rst_" : "fst_");
-            buf_printf(&views, "%s&v%d_", nviews ? ", " : "", nviews);
-            buf_printf(&reduced, "%s%d", nviews ? ", " : "", red);
-            nviews++;
-            nin += !out;
-        } else {
-            buf_printf(&params, ", %s %s", emit_api_type(p->type), nm);
-            buf_printf(&run_params, ", %s %s", emit_api_type(p->type), nm);
-            buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", nscalars++, emit_scalar_member(p->type), nm);
-            if (p->type == T_F16 || p->type == T_BF16)
-                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)nnk_%s2f(%s)));\n",
-                           p->type == T_F16 ? "h" : "b", nm);
-            else if (type_is_float(p->type))
-                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)%s));\n", nm);
-            else
-                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_i64(a_, (int64_t)%s));\n", nm);
-        }
-    }
-    tlist(e, "fat_views");
-    tset(e, "fat_params", take(c, &params));
-    tset(e, "run_params", take(c, &run_params));
-    tset(e, "run_args", take(c, &run_args));
-    tset(e, "fat_fill_scalars", fill.data ? take(c, &fill) : "(void)0;");
-    tset(e, "fat_view_list", take(c, &views));
-    tset(e, "fat_reduced_list", take(c, &reduced));
-    tsetf(e, "fat_nviews", "%d", nviews);
-    tsetf(e, "fat_nin", "%d", nin);
-    tsetf(e, "fat_nout", "%d", in->nouts);
-    /* the descriptor (c/desc.tmpl): the instance name prefixes its kernels */
-    tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
-    tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
-    tset(e, "cuda_image_size", opt->with_cuda ? "(sizeof nnk_fatbin_ - 1)" : "0");
-}
-
 /* ---- architectures ----------------------------------------------------------------- */
 
 /* "sm_75,sm_80,sm_90" (also "75", "compute_90", "sm_90a"); at most 32. */
@@ -371,8 +293,11 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, c
     }
     emit_c_file(c, instances, opt, out);
     TDict *d = tdict_new(c->arena);
-    for (int i = 0; i < instances->n; i++)
-        fatobj_instance_keys(c, instances->items[i], opt, tpush(d, "instances"));
+    for (int i = 0; i < instances->n; i++) {
+        EmitOperands o;
+        emit_operands_init(&o, c, instances->items[i]);
+        emit_instance_keys(&o, opt, tpush(d, "instances"));
+    }
     tlist(d, "instances");
     template_render("fatobj.tmpl", d, out);
 }

@@ -5,8 +5,10 @@
  * is a pipeline, nnkc_compile (compiler.c) up to the IR: source -> lexer
  * (grammar/lexer.re) -> parser (grammar/parser.y) -> AST (ast.c), every
  * import loaded (load.c) -> sema (sema.c, types.c, fold.c, names.c) -> IR
- * (lower.c, verify.c, ir.c) -> emitters (emit.c shared; emit_c.c,
- * emit_cuda.c, emit_opencl.c, fatobj.c) filling templates (template.c).
+ * (lower.c, verify.c, ir.c) -> emitters (one file per target: emit_c.c,
+ * emit_cuda.c, emit_opencl.c, over the instance model of emit.c; fatobj.c
+ * puts the C and the CUDA into one object) filling templates
+ * (template.c).
  * The lists are X-macro tables: types.def, ops.def, builtins.def,
  * names.def.  Everything the compiler allocates lives in one arena per
  * Compiler and is freed in one go by nnkc_free().
@@ -580,7 +582,7 @@ void ir_mark(const IrKernel *k, const int32_t *roots, int nroots, int min_level,
 void ir_dump(const IrKernel *k, Buf *out); /* --emit=ir */
 
 /* ===================================================================== */
-/* emit.c: IR nodes as C-family expressions (shared by both emitters)     */
+/* emit.c: the instance model and IR nodes as C-family expressions       */
 /* ===================================================================== */
 
 /* How the loop around an expression names things. */
@@ -608,22 +610,69 @@ void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const 
 void emit_levels(const EmitAccess *ac, const uint8_t *need, int lo, int hi, Buf *out);
 bool emit_loads(const IrKernel *k, const uint8_t *need, int op);
 
-/* An instance's operands (tensor parameters, then outputs) and scalars. */
+/* ---- The instance model: one interface for every target ----------------
+ *
+ * A target is one file, emit_<target>.c (emit_c.c, emit_cuda.c), that
+ * fills its templates (templates/<target>/) for every instance.  All it
+ * says itself is how its loops address operands and where the loops go;
+ * everything else is here and shared:
+ *
+ *   EmitOperands      the instance: operands (tensor parameters, then
+ *                     outputs) and scalars by index, with their types;
+ *                     emit_operands_init fills it.
+ *   EmitAccess        the target's naming of operands, idx, n, reducer
+ *                     results inside one loop (a callback and strings);
+ *                     with it emit_expr/emit_nodes/emit_levels print nodes.
+ *   EmitTarget        the few words that differ in shared helpers:
+ *                     function qualifier and how the plan is passed.
+ *   emit_instance_keys  the template keys every target's instance
+ *                     templates share (name, signature, desc_symbol,
+ *                     api_params, views, ...; list below).
+ *   emit_read_scalars, emit_red_*, emit_combine_fns  scalar reads and the
+ *                     reducers' identity/step/combine/final statements.
+ *
+ * So a new target needs: an access callback per loop shape, its
+ * templates, and an emit_<target>_file calling emit_file_keys,
+ * emit_operands_init and emit_instance_keys per instance. */
 typedef struct EmitOperands {
+    Compiler *c;
     const Instance *in;
     const IrKernel *k;
     int nops, nscalars;
+    int nin; /* tensor parameters: operands 0..nin-1; outputs follow */
     Type storage[NNKC_MAX_PARAMS * 2 + 2], type[NNKC_MAX_PARAMS * 2 + 2];
     bool reduced[NNKC_MAX_PARAMS * 2 + 2], output[NNKC_MAX_PARAMS * 2 + 2];
     const char *name[NNKC_MAX_PARAMS * 2 + 2];
     Type scalar_type[NNKC_MAX_PARAMS * 2 + 2];
     const char *scalar_name[NNKC_MAX_PARAMS * 2 + 2];
 } EmitOperands;
-void emit_operands_init(EmitOperands *o, const Instance *in);
+void emit_operands_init(EmitOperands *o, Compiler *c, const Instance *in);
+
+typedef struct EmitTarget {
+    const char *fn_qual;    /* helper functions: "static inline", "NNK_DEVICE" */
+    const char *plan_param; /* the plan as their parameter p: "const nnk_plan *p" */
+    const char *plan;       /* its members: "p->", "p." */
+} EmitTarget;
+
+const char *emit_str(Compiler *c, Buf *b); /* b's text, in the arena; frees b */
+void emit_indent(Buf *out, const char *s, int n); /* s, every line indented by n */
 const char *emit_scalar_member(Type t); /* the nnk_scalar member of a type */
 const char *emit_api_type(Type t);      /* a type in public signatures (nnk_f16, ...) */
-void emit_read_scalars(const EmitOperands *o, const char *plan, Buf *out);
-void emit_signature(const Instance *in, Buf *out);
+/* "const float s0 = <plan>scalars[0].f32;" for the scalars in used
+ * (o->nscalars flags), or all of them (used NULL, each then "(void)s0;"). */
+void emit_read_scalars(const EmitOperands *o, const char *plan, const uint8_t *used, Buf *out);
+const char *emit_signature(const EmitOperands *o); /* "(a: f32, x: f32[]) -> (z: f32[])" */
+/* NAME__combK(p, la, lb) for each reduce() reducer, in the target's words. */
+void emit_combine_fns(const EmitOperands *o, const EmitTarget *t, const EmitAccess *ac, Buf *out);
+typedef struct EmitOptions EmitOptions;
+typedef struct TDict TDict;
+/* The per-instance keys: elementwise, reduction, kind, kind_word, name,
+ * display, signature, desc_symbol, nops, nops_alloc, nviews, nin, nout;
+ * api_params (", const float *x, float *y" after the sizes),
+ * strided_api_params(_tail), run_params, run_args, fill_scalars;
+ * view_list, reduced_list, view_refs and the list views (k, arg, rank,
+ * shape, strides); cuda_symbol, cuda_image, cuda_image_size. */
+void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e);
 
 bool red_is_arg(const IrReducer *r);
 void emit_red_identity(const IrReducer *r, Buf *out);
@@ -638,7 +687,6 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
  * struct per phase and whose loops are in the template: state_fields,
  * ident_code, init_code, merge_code, final_code, step_code, prologue_code,
  * elem_body; the nodes the elements need (emit_opencl.c). */
-typedef struct TDict TDict;
 uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P);
 /* reduce() with a tuple state (reducers head..head+width-1): every value
  * combined at once, dst_j = COMBj(p, a..., b...) with all of a and b read
@@ -658,17 +706,16 @@ void emit_red_tuple_state(const IrKernel *k, const EmitAccess *ac, int head, con
 /* emit_c.c, emit_cuda.c, emit_opencl.c, emit_header.c: whole files                      */
 /* ===================================================================== */
 
-typedef struct EmitOptions {
+struct EmitOptions {
     const char *source_name;  /* for the header comment */
     const char *symbol_suffix;/* appended to descriptor names (JIT), or "" */
     bool with_cuda;           /* fat object: descriptors name CUDA kernels */
-} EmitOptions;
+};
 
 /* The one door for user text into generated code (emit.c): a file name
  * made safe inside a C comment, and the keys every file template shares
  * (version, source). */
 const char *emit_comment_text(Compiler *c, const char *s);
-typedef struct TDict TDict;
 void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt);
 /* Raw parameters and index(d) exist in the C back end only: an error at
  * each kernel of `instances` that uses them, for the back end `target`
@@ -706,10 +753,6 @@ void template_render(const char *name, const TDict *data, Buf *out);
 /* fatobj.c: fat objects (nnkc -c): fatbin, NAME_cuda, NAME_run           */
 /* ===================================================================== */
 
-/* Template keys of an instance's fat-object entry points (header.tmpl,
- * fatobj.tmpl) and of its descriptor's CUDA fields (c/desc.tmpl):
- * run_params, fat_*, cuda_symbol, cuda_image, cuda_image_size. */
-void fatobj_instance_keys(Compiler *c, const Instance *in, const EmitOptions *opt, TDict *e);
 /* A --cuda-arch list ("sm_75,sm_80,sm_90"): valid, or a message. */
 bool fatobj_check_archs(const char *list, char *err, size_t errlen);
 /* nvcc: $NNK_NVCC, else configure's; NULL when there is none ("no"). */
