@@ -690,11 +690,13 @@ void emit_indent(Buf *out, const char *s, int n)
 }
 
 /* reduce(e, identity, |a, b| combine): the combine of each such reducer as
- * a function of two accumulator values, NAME__combK(plan, la, lb); it may
- * read scalar parameters from the plan.  One emitter for every target:
- * the target gives the qualifier, the plan parameter and how the nodes
- * are named (ac: a combine reads no tensor). */
-void emit_combine_fns(const EmitOperands *o, const EmitTarget *t, const EmitAccess *ac, Buf *out)
+ * a function of two accumulator values, NAME__combK(p, la, lb) (of both
+ * sides' every value for a tuple state), which may read scalar parameters
+ * from the plan p.  Items of list `combines` (ri, A: the accumulator
+ * type, params after p, comment, body); the target's template writes the
+ * function around them, ac names the nodes (a combine reads no tensor),
+ * plan says how p's members are reached ("p->", "p."). */
+void emit_combine_keys(const EmitOperands *o, const char *plan, const EmitAccess *ac, TDict *d)
 {
     const IrKernel *k = o->k;
     for (int ri = 0; ri < k->nreds; ri++) {
@@ -708,33 +710,32 @@ void emit_combine_fns(const EmitOperands *o, const EmitTarget *t, const EmitAcce
         for (int i = 0; i < k->nnodes; i++)
             if (need[i] && k->nodes[i].op == IR_SCALAR)
                 used[k->nodes[i].aux] = 1, any_scalar = true;
-        const char *A = ctype(r->acc_type);
         Buf body = {0}, ps = {0};
+        TDict *e = tpush(d, "combines");
         if (r->width > 1) {
             /* a tuple state: value ri - head from every value of both sides */
             emit_red_tuple_params(k, r->head, &ps);
-            buf_printf(out, "\n/* reduce(): value %d of the tuple state of reducers #%d..#%d */\n", ri - r->head, r->head,
-                       r->head + r->width - 1);
+            tsetf(e, "comment", "value %d of the tuple state of reducers #%d..#%d", ri - r->head, r->head,
+                  r->head + r->width - 1);
             for (int j = 0; j < r->width; j++)
                 buf_printf(&body, j ? "(void)la%d;\n(void)lb%d;\n" : "(void)la;\n(void)lb;\n", j, j);
         } else {
-            buf_printf(&ps, "%s la, %s lb", A, A);
-            buf_printf(out, "\n/* reduce(): the combine function of reducer #%d */\n", ri);
+            buf_printf(&ps, "%s la, %s lb", ctype(r->acc_type), ctype(r->acc_type));
+            tsetf(e, "comment", "the combine function of reducer #%d", ri);
         }
-        buf_printf(out, "%s %s %s__comb%d(%s, %s)\n{\n", t->fn_qual, A, o->in->name, ri, t->plan_param, ps.data);
-        buf_free(&ps);
+        tset(e, "params", emit_str(o->c, &ps));
         if (!any_scalar)
             buf_puts(&body, "(void)p;\n");
-        emit_read_scalars(o, t->plan, used, &body);
+        emit_read_scalars(o, plan, used, &body);
         emit_levels(ac, need, L_CONST, L_LAMBDA, &body);
-        Buf v = {0};
-        emit_ref(ac, r->combine, &v);
-        buf_printf(&body, "return %s;\n", v.data);
-        buf_free(&v);
-        emit_indent(out, body.data, 4);
-        buf_puts(out, "}\n");
-        buf_free(&body);
+        buf_puts(&body, "return ");
+        emit_ref(ac, r->combine, &body);
+        buf_puts(&body, ";\n");
+        tsetf(e, "ri", "%d", ri);
+        tset(e, "A", ctype(r->acc_type));
+        tset(e, "body", emit_str(o->c, &body));
     }
+    tlist(d, "combines");
 }
 
 static const char *c_param(const EmitOperands *o, const char *name)

@@ -502,29 +502,6 @@ static const char *acc_ident(const EmitOperands *g, const IrReducer *r)
     return emit_str(g->c, &s);
 }
 
-static void acc_step(const EmitOperands *g, int ri, const IrReducer *r, const char *acc, const char *v, const char *idxv,
-                     const char *idx, Buf *out)
-{
-    emit_red_step(r, comb_name(g, ri), acc, v, idxv, idx, out);
-}
-
-static void acc_combine(const EmitOperands *g, int ri, const IrReducer *r, const char *dst, const char *a, const char *b,
-                        const char *dx, const char *ax, const char *bx, Buf *out)
-{
-    emit_red_combine(r, comb_name(g, ri), dst, a, b, dx, ax, bx, out);
-}
-
-static void acc_merge(const EmitOperands *g, int ri, const IrReducer *r, const char *a, const char *b, const char *ax,
-                      const char *bx, Buf *out)
-{
-    emit_red_merge(r, comb_name(g, ri), a, b, ax, bx, out);
-}
-
-static void acc_final(const IrReducer *r, const char *acc, const char *idxv, Buf *out)
-{
-    emit_red_final(r, acc, idxv, "n_red", out);
-}
-
 /* Prologue of a reduction function: scalars, n, and the nodes of level
  * lo..hi among `nd` (with the row access: reducer values from f->). */
 static void prologue(const EmitOperands *g, const Need *nd, int hi, bool uses_f, Buf *out)
@@ -752,94 +729,102 @@ static void elem_code_c(const EmitOperands *g, const Need *nd, Mode mode, Cache 
     emit_nodes(&ac, sel, done, "", out);
 }
 
-/* Emits the data of one phase (P) of a reduction. */
-static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache, uint8_t *red_loads, uint8_t *col_rows,
-                            int *lane_bytes)
+/* A lane or field name of reducer ri ("a%d_[j]"), in the arena. */
+static const char *lane_name(const EmitOperands *g, const char *fmt, int ri)
+{
+    return arena_printf(g->c->arena, fmt, ri);
+}
+
+/* dst = a combined with b, for reducer ri, every name a format of ri. */
+static const char *red_combine(const EmitOperands *g, int ri, const char *d, const char *a, const char *b,
+                               const char *dx, const char *ax, const char *bx)
+{
+    const IrReducer *r = &g->k->reds[ri];
+    Buf out = {0};
+    if (r->width > 1) {
+        /* a tuple state combines all its values at its first reducer */
+        if (ri == r->head)
+            emit_red_tuple(g->k, ri, arena_printf(g->c->arena, "%s__comb", g->in->name), d, a, b, NULL, &out);
+    } else {
+        emit_red_combine(r, comb_name(g, ri), lane_name(g, d, ri), lane_name(g, a, ri), lane_name(g, b, ri),
+                         lane_name(g, dx, ri), lane_name(g, ax, ri), lane_name(g, bx, ri), &out);
+    }
+    return emit_str(g->c, &out);
+}
+
+/* One item of a phase's list `reds` (templates/c/reduction.tmpl): reducer
+ * ri's accumulator type, identity, and its combines for each place the
+ * template merges two partial results. */
+static void reducer_item(const EmitOperands *g, TDict *R, int ri)
+{
+    const IrReducer *r = &g->k->reds[ri];
+    tsetf(R, "ri", "%d", ri);
+    tset(R, "A", ctype(r->acc_type));
+    tbool(R, "is_arg", is_arg(r));
+    tset(R, "ident", acc_ident(g, r));
+    tset(R, "merge", red_combine(g, ri, "a->a%d[j]", "a->a%d[j]", "b->a%d[j]", "a->x%d[j]", "a->x%d[j]", "b->x%d[j]"));
+    tset(R, "carry", red_combine(g, ri, "a%d_[j]", "lv%d_[k][j]", "a%d_[j]", "x%d_[j]", "lvx%d_[k][j]", "x%d_[j]"));
+    tset(R, "into", red_combine(g, ri, "s->a%d[j]", "s->a%d[j]", "a%d_[j]", "s->x%d[j]", "s->x%d[j]", "x%d_[j]"));
+    tset(R, "cmerge", red_combine(g, ri, "a_a%d[c]", "a_a%d[c]", "b_a%d[c]", "a_x%d[c]", "a_x%d[c]", "b_x%d[c]"));
+    tset(R, "pair", red_combine(g, ri, "a%d_[j]", "a%d_[j]", "a%d_[j + w]", "x%d_[j]", "x%d_[j]", "x%d_[j + w]"));
+    Buf f = {0};
+    emit_red_final(r, lane_name(g, "a%d_[0]", ri), lane_name(g, "x%d_[0]", ri), "n_red", &f);
+    tset(R, "finish", emit_str(g->c, &f));
+}
+
+/* An item of a list of operands the loops address through pointers
+ * (segs, crows, epi_ops): k, its storage type st, cst ("const " for an
+ * input). */
+static void seg_item(const EmitOperands *g, TDict *e, int op)
+{
+    tsetf(e, "k", "%d", op);
+    tset(e, "st", stype(g->storage[op]));
+    tset(e, "cst", g->output[op] ? "" : "const ");
+}
+
+/* What the functions of one phase share: its reducers' arguments (roots)
+ * and reduce() identities (iroots), and their element updates. */
+typedef struct Phase {
+    int ph;
+    Cache cache;       /* the last phase stores a value the epilogue needs */
+    int32_t *roots, *iroots;
+    int nroots, niroots;
+    bool custom, mean, has_arg;
+    Buf upd, cupd;     /* row order and column order updates of the lanes */
+    Need nd, ind;      /* what the arguments and the identities read */
+} Phase;
+
+/* The phase's reducers: list `reds`, init and final, the element updates. */
+static void phase_reducers(const EmitOperands *g, TDict *P, Phase *f, int *lane_bytes)
 {
     const IrKernel *k = g->k;
-    const int IDX = g->nops;
     /* no cap: a reducer left out would have its value undeclared */
-    int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(k->nreds + 1)),
-            *iroots = nnkc_scratch(sizeof *iroots * (size_t)(k->nreds + 1));
-    int nroots = 0, niroots = 0;
-    bool custom = false, mean = false, has_arg = false;
-    Buf names = {0}, fields = {0}, initl = {0}, merge = {0}, final = {0}, lanes = {0}, reset = {0}, carry = {0},
-        store = {0}, load = {0}, into = {0}, upd = {0}, cupd = {0}, cinit = {0}, cmerge = {0}, cparams = {0},
-        cargs = {0}, cfl = {0}, cfs = {0}, r2l = {0}, cbytes = {0};
-    buf_puts(&cbytes, "0");
+    f->roots = nnkc_scratch(sizeof *f->roots * (size_t)(k->nreds + 1));
+    f->iroots = nnkc_scratch(sizeof *f->iroots * (size_t)(k->nreds + 1));
+    Buf names = {0};
     *lane_bytes = 0;
     for (int ri = 0; ri < k->nreds; ri++) {
         const IrReducer *r = &k->reds[ri];
-        if (r->phase != ph)
+        if (r->phase != f->ph)
             continue;
         bool arg = is_arg(r);
-        has_arg |= arg;
-        custom |= r->kind == R_CUSTOM;
-        mean |= r->kind == R_MEAN;
-        roots[nroots++] = r->arg;
+        f->has_arg |= arg;
+        f->custom |= r->kind == R_CUSTOM;
+        f->mean |= r->kind == R_MEAN;
+        f->roots[f->nroots++] = r->arg;
         if (r->kind == R_CUSTOM)
-            iroots[niroots++] = r->ident;
+            f->iroots[f->niroots++] = r->ident;
         buf_printf(&names, "%s#%d %s", names.len ? ", " : "", ri, reducer_info[r->kind].name);
-        const char *A = ctype(r->acc_type);
-        const char *id = acc_ident(g, r);
-        buf_printf(&fields, "%s a%d[NNK_LANES];\n", A, ri);
-        buf_printf(&initl, "s->a%d[j] = %s;\n", ri, id);
-        buf_printf(&lanes, "%s a%d_[NNK_LANES], lv%d_[NNK_LEVELS][NNK_LANES];\n", A, ri, ri);
-        buf_printf(&reset, "a%d_[j] = %s;\n", ri, id);
-        buf_printf(&store, "lv%d_[k][j] = a%d_[j];\n", ri, ri);
-        buf_printf(&load, "a%d_[j] = lv%d_[k][j];\n", ri, ri);
-        buf_printf(&cinit, "s_a%d[c] = %s;\n", ri, id);
-        buf_printf(&cparams, ", %s *NNK_RESTRICT a%d", A, ri);
-        buf_printf(&cargs, ", cur_a%d", ri);
-        buf_printf(&cfl, "one.a%d[0] = res_a%d[c];\n", ri, ri);
-        buf_printf(&cfs, "cx->r%d[c] = f.r%d;\n", ri, ri);
-        buf_printf(&r2l, "s->a%d[0] = res_a%d[0];\n", ri, ri);
-        buf_printf(&cbytes, " + NNK_A8(T * (int64_t)sizeof(%s))", A);
-        *lane_bytes += 8;
-        if (arg) {
-            buf_printf(&fields, "int64_t x%d[NNK_LANES];\n", ri);
-            buf_printf(&initl, "s->x%d[j] = -1;\n", ri);
-            buf_printf(&lanes, "int64_t x%d_[NNK_LANES], lvx%d_[NNK_LEVELS][NNK_LANES];\n", ri, ri);
-            buf_printf(&reset, "x%d_[j] = -1;\n", ri);
-            buf_printf(&store, "lvx%d_[k][j] = x%d_[j];\n", ri, ri);
-            buf_printf(&load, "x%d_[j] = lvx%d_[k][j];\n", ri, ri);
-            buf_printf(&cinit, "s_x%d[c] = -1;\n", ri);
-            buf_printf(&cparams, ", int64_t *NNK_RESTRICT x%d", ri);
-            buf_printf(&cargs, ", cur_x%d", ri);
-            buf_printf(&cfl, "one.x%d[0] = res_x%d[c];\n", ri, ri);
-            buf_printf(&r2l, "s->x%d[0] = res_x%d[0];\n", ri, ri);
-            buf_puts(&cbytes, " + NNK_A8(T * (int64_t)sizeof(int64_t))");
-            *lane_bytes += 8;
-        }
-        char d[64], a[64], b[64], dx[64], ax[64], bx[64];
-        /* a tuple state combines all its values at its first reducer */
-        const char *tcomb = arena_printf(g->c->arena, "%s__comb", g->in->name);
-#define COMBINE(D, Aa, Bb, DX, AX, BX, OUT)                                                        \
-    do {                                                                                            \
-        if (r->width > 1) {                                                                         \
-            if (ri == r->head)                                                                      \
-                emit_red_tuple(k, ri, tcomb, D, Aa, Bb, NULL, OUT);                                 \
-            break;                                                                                  \
-        }                                                                                           \
-        snprintf(d, sizeof d, D, ri), snprintf(a, sizeof a, Aa, ri), snprintf(b, sizeof b, Bb, ri); \
-        snprintf(dx, sizeof dx, DX, ri), snprintf(ax, sizeof ax, AX, ri), snprintf(bx, sizeof bx, BX, ri); \
-        acc_combine(g, ri, r, d, a, b, dx, ax, bx, OUT);                                              \
-    } while (0)
-        COMBINE("a->a%d[j]", "a->a%d[j]", "b->a%d[j]", "a->x%d[j]", "a->x%d[j]", "b->x%d[j]", &merge);
-        COMBINE("a%d_[j]", "lv%d_[k][j]", "a%d_[j]", "x%d_[j]", "lvx%d_[k][j]", "x%d_[j]", &carry);
-        COMBINE("s->a%d[j]", "s->a%d[j]", "a%d_[j]", "s->x%d[j]", "s->x%d[j]", "x%d_[j]", &into);
-        COMBINE("a_a%d[c]", "a_a%d[c]", "b_a%d[c]", "a_x%d[c]", "a_x%d[c]", "b_x%d[c]", &cmerge);
-#undef COMBINE
+        *lane_bytes += arg ? 16 : 8;
+        reducer_item(g, tpush(P, "reds"), ri);
         /* element updates: the argument converted to the accumulator type */
         Mode mr = M_ROW_CONTIG, mcol = M_COL;
         EmitAccess ar = access_for(g, &mr), acol = access_for(g, &mcol);
-        Buf v = {0}, vc = {0}, vcol = {0}, vccol = {0}, al = {0}, xl = {0};
+        Buf v = {0}, vc = {0}, vcol = {0}, vccol = {0};
         emit_ref(&ar, r->arg, &v);
         emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
         emit_ref(&acol, r->arg, &vcol);
         emit_convert((Type)k->nodes[r->arg].type, r->acc_type, vcol.data, &vccol);
-        buf_printf(&al, "a%d_[j]", ri);
-        buf_printf(&xl, "x%d_[j]", ri);
         if (r->width > 1) {
             /* a tuple state steps at its first reducer, with every value's element */
             if (ri == r->head) {
@@ -851,137 +836,91 @@ static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache
                     emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
                     rows[j] = emit_str(g->c, &ec);
                     e.len = 0;
-                    ec = (Buf){0};
                     emit_ref(&acol, m->arg, &e);
                     emit_convert((Type)k->nodes[m->arg].type, m->acc_type, e.data, &ec);
                     cols[j] = emit_str(g->c, &ec);
                     buf_free(&e);
                 }
-                emit_red_tuple(k, ri, tcomb, "a%d_[j]", "a%d_[j]", NULL, rows, &upd);
-                emit_red_tuple(k, ri, tcomb, "a%d[c]", "a%d[c]", NULL, cols, &cupd);
+                const char *tcomb = arena_printf(g->c->arena, "%s__comb", g->in->name);
+                emit_red_tuple(k, ri, tcomb, "a%d_[j]", "a%d_[j]", NULL, rows, &f->upd);
+                emit_red_tuple(k, ri, tcomb, "a%d[c]", "a%d[c]", NULL, cols, &f->cupd);
             }
         } else {
-            acc_step(g, ri, r, al.data, vc.data, xl.data, "rb + i", &upd);
-            al.len = xl.len = 0;
-            buf_printf(&al, "a%d[c]", ri);
-            buf_printf(&xl, "x%d[c]", ri);
-            acc_step(g, ri, r, al.data, vccol.data, xl.data, "r", &cupd);
+            emit_red_step(r, comb_name(g, ri), lane_name(g, "a%d_[j]", ri), vc.data, lane_name(g, "x%d_[j]", ri),
+                          "rb + i", &f->upd);
+            emit_red_step(r, comb_name(g, ri), lane_name(g, "a%d[c]", ri), vccol.data, lane_name(g, "x%d[c]", ri), "r",
+                          &f->cupd);
         }
-        Buf *tmp[] = {&v, &vc, &vcol, &vccol, &al, &xl};
+        Buf *tmp[] = {&v, &vc, &vcol, &vccol};
         for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
             buf_free(tmp[i]);
     }
-    buf_puts(&lanes, "for (int j = 0; j < NNK_LANES; j++) {\n");
-    emit_indent(&lanes, reset.data, 4);
-    buf_puts(&lanes, "}\n");
-
-    /* final: copy the lanes, combine them pairwise, finish */
-    if (mean)
-        buf_puts(&final, "const int64_t n_red = p->nreduced;\n");
-    else if (!custom)
-        buf_puts(&final, "(void)p;\n");
-    Buf fcopy = {0}, fpair = {0}, fdone = {0};
-    for (int ri = 0; ri < k->nreds; ri++) {
-        const IrReducer *r = &k->reds[ri];
-        if (r->phase != ph)
-            continue;
-        buf_printf(&final, "%s a%d_[NNK_LANES];\n", ctype(r->acc_type), ri);
-        buf_printf(&fcopy, "a%d_[j] = s->a%d[j];\n", ri, ri);
-        if (is_arg(r)) {
-            buf_printf(&final, "int64_t x%d_[NNK_LANES];\n", ri);
-            buf_printf(&fcopy, "x%d_[j] = s->x%d[j];\n", ri, ri);
-        }
-        char a1[32], b1[32], ax[32], bx[32];
-        snprintf(a1, sizeof a1, "a%d_[j]", ri);
-        snprintf(b1, sizeof b1, "a%d_[j + w]", ri);
-        snprintf(ax, sizeof ax, "x%d_[j]", ri);
-        snprintf(bx, sizeof bx, "x%d_[j + w]", ri);
-        if (r->width == 1)
-            acc_merge(g, ri, r, a1, b1, ax, bx, &fpair);
-        else if (ri == r->head)
-            emit_red_tuple(k, ri, arena_printf(g->c->arena, "%s__comb", g->in->name), "a%d_[j]", "a%d_[j]", "a%d_[j + w]",
-                           NULL, &fpair);
-        char fa[32], fx[32];
-        snprintf(fa, sizeof fa, "a%d_[0]", ri);
-        snprintf(fx, sizeof fx, "x%d_[0]", ri);
-        buf_printf(&fdone, "f->r%d = ", ri);
-        acc_final(r, fa, fx, &fdone);
-        buf_puts(&fdone, ";\n");
-    }
-    buf_puts(&final, "for (int j = 0; j < NNK_LANES; j++) {\n");
-    emit_indent(&final, fcopy.data, 4);
-    buf_puts(&final, "}\n/* lanes pairwise: (0 1) (2 3) ..., then (0 2) (4 6) ..., then (0 4) ... */\n");
-    buf_puts(&final, "for (int w = 1; w < NNK_LANES; w *= 2) {\n    for (int j = 0; j + w < NNK_LANES; j += 2 * w) {\n");
-    emit_indent(&final, fpair.data, 8);
-    buf_puts(&final, "    }\n}\n");
-    buf_puts(&final, fdone.data);
-    buf_free(&fcopy);
-    buf_free(&fpair);
-    buf_free(&fdone);
+    tlist(P, "reds");
+    tset(P, "phase_reducers", emit_str(g->c, &names));
+    tset(P, "final_prologue", f->mean ? "const int64_t n_red = p->nreduced;" : f->custom ? "" : "(void)p;");
+    tset(P, "merge_prologue", f->custom ? "" : "(void)p;");
 
     /* init and merge prologues: the identities of reduce() */
-    Need ind = need_of(g, iroots, niroots);
+    f->ind = need_of(g, f->iroots, f->niroots);
     Buf ipro = {0};
-    {
-        bool uses_p = ind.n;
-        for (int s = 0; s < g->nscalars; s++)
-            uses_p |= ind.scalars[s];
-        if (!uses_p)
-            buf_puts(&ipro, "(void)p;\n");
-        emit_read_scalars(g, "p->", ind.scalars, &ipro);
-        if (ind.n) /* an identity may read n: reduce(x, f32(n), ...) */
-            buf_puts(&ipro, "const int64_t n_red = p->nreduced;\n");
-        Mode m = M_ROW_CONTIG;
-        EmitAccess ac = access_for(g, &m);
-        emit_levels(&ac, ind.in, L_CONST, L_UNIFORM, &ipro);
-    }
+    bool uses_p = f->ind.n;
+    for (int s = 0; s < g->nscalars; s++)
+        uses_p |= f->ind.scalars[s];
+    if (!uses_p)
+        buf_puts(&ipro, "(void)p;\n");
+    emit_read_scalars(g, "p->", f->ind.scalars, &ipro);
+    if (f->ind.n) /* an identity may read n: reduce(x, f32(n), ...) */
+        buf_puts(&ipro, "const int64_t n_red = p->nreduced;\n");
+    Mode m = M_ROW_CONTIG;
+    EmitAccess ac = access_for(g, &m);
+    emit_levels(&ac, f->ind.in, L_CONST, L_UNIFORM, &ipro);
+    tset(P, "init_prologue", emit_str(g->c, &ipro));
+    f->nd = need_of(g, f->roots, f->nroots);
+}
 
-    /* the row order: element code of this phase's reducer arguments */
-    Need nd = need_of(g, roots, nroots);
-    for (int op = 0; op < k->nloads; op++)
-        red_loads[op] |= nd.loads[op];
-    Buf pro = {0}, cbody = {0}, sbody = {0}, ptrs = {0}, test = {0}, sdecl = {0}, hdecl = {0}, mdecl = {0};
-    prologue(g, &nd, L_ROW, nd.red, &pro);
+/* The row order (templates/c/reduction.tmpl, acc): the leaf prologue, the
+ * segment pointers of the operands, the element code. */
+static void phase_row(const EmitOperands *g, TDict *P, Phase *f)
+{
+    const IrKernel *k = g->k;
+    const Need *nd = &f->nd, *ind = &f->ind;
+    const Cache cache = f->cache;
+    Buf pro = {0}, cbody = {0}, sbody = {0};
+    prologue(g, nd, L_ROW, nd->red, &pro);
     {
         /* the identities of reduce() start every leaf */
         Mode m = M_ROW_CONTIG;
         EmitAccess ac = access_for(g, &m);
         uint8_t *done = nnkc_scratch((size_t)k->nnodes + 1);
         for (int i = 0; i < k->nnodes; i++)
-            done[i] = nd.in[i] && k->nodes[i].level <= L_ROW;
+            done[i] = nd->in[i] && k->nodes[i].level <= L_ROW;
         uint8_t sc[MAXOPS];
         for (int s = 0; s < g->nscalars; s++)
-            sc[s] = ind.scalars[s] && !nd.scalars[s];
+            sc[s] = ind->scalars[s] && !nd->scalars[s];
         emit_read_scalars(g, "p->", sc, &pro);
-        if (ind.n && !nd.n)
+        if (ind->n && !nd->n)
             buf_puts(&pro, "const int64_t n_red = p->nreduced;\n");
         uint8_t *sel = nnkc_scratch((size_t)k->nnodes + 1);
         for (int i = 0; i < k->nnodes; i++)
-            sel[i] = ind.in[i] && k->nodes[i].level <= L_UNIFORM;
+            sel[i] = ind->in[i] && k->nodes[i].level <= L_UNIFORM;
         emit_nodes(&ac, sel, done, "", &pro);
     }
-    need_free(&ind);
-    {
-        /* the element loop's index i, unused when the arguments read no
-         * tensor, no idx and no position (sum(1.5)) */
-        bool uses_i = has_arg || nd.idx || cache.node >= 0;
-        for (int op = 0; op < k->nloads; op++)
-            uses_i |= nd.loads[op] != 0;
-        if (!uses_i)
-            buf_puts(&cbody, "(void)i;\n");
-    }
-    elem_code(g, &nd, M_ROW_CONTIG, &cbody);
-    buf_puts(&cbody, upd.data ? upd.data : "");
-    elem_code(g, &nd, M_ROW_STRIDED, &sbody);
-    buf_puts(&sbody, upd.data ? upd.data : "");
-    buf_puts(&test, "p->nred > 0");
-    Buf cstore = {0};
+    /* the element loop's index i, unused when the arguments read no
+     * tensor, no idx and no position (sum(1.5)) */
+    bool uses_i = f->has_arg || nd->idx || cache.node >= 0;
+    for (int op = 0; op < k->nloads; op++)
+        uses_i |= nd->loads[op] != 0;
+    if (!uses_i)
+        buf_puts(&cbody, "(void)i;\n");
+    elem_code(g, nd, M_ROW_CONTIG, &cbody);
+    buf_puts(&cbody, f->upd.data ? f->upd.data : "");
+    elem_code(g, nd, M_ROW_STRIDED, &sbody);
+    buf_puts(&sbody, f->upd.data ? f->upd.data : "");
+    bool any_seg = false;
     if (cache.node >= 0) {
         /* the value the epilogue needs again goes to its output now */
         int op = cache.op;
-        const char *st = stype(g->storage[op]);
-        char v[32];
-        snprintf(v, sizeof v, "t%d", cache.node);
+        const char *v = arena_printf(g->c->arena, "t%d", cache.node);
         Type t = (Type)k->nodes[cache.node].type;
         buf_printf(&cbody, "c%d[i] = ", op);
         emit_store(t, g->storage[op], v, &cbody);
@@ -989,64 +928,50 @@ static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache
         buf_printf(&sbody, "c%d[i * d%d] = ", op, op);
         emit_store(t, g->storage[op], v, &sbody);
         buf_puts(&sbody, ";\n");
-        buf_printf(&cstore, "c%d[c] = ", op);
-        emit_store(t, g->storage[op], v, &cstore);
-        buf_puts(&cstore, "; /* read again by the epilogue */\n");
-        buf_printf(&ptrs, "%s *b%d = (%s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
-        buf_printf(&test, " && p->strides[%d][last] == 1", op);
-        buf_printf(&hdecl, "%s *c%d = b%d;\n", st, op, op);
-        buf_printf(&mdecl, "%s *c%d = b%d + e;\n", st, op, op);
-        buf_printf(&sdecl, "%s *c%d = b%d;\n", st, op, op);
-        buf_printf(&sdecl, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+        seg_item(g, tpush(P, "segs"), op);
+        any_seg = true;
     }
     /* segment bases bK; the element loops index cK from the segment's
      * start (head, tail, strided) or from the first whole group (main) */
     for (int op = 0; op < k->nloads; op++) {
-        if (!nd.loads[op])
-            continue;
-        const char *st = stype(g->storage[op]);
-        buf_printf(&ptrs, "const %s *b%d = (const %s *)ps->b[%d] + it.off[%d];\n", st, op, st, op, op);
-        buf_printf(&test, " && p->strides[%d][last] == 1", op);
-        buf_printf(&hdecl, "const %s *c%d = b%d;\n", st, op, op);
-        buf_printf(&mdecl, "const %s *c%d = b%d + e;\n", st, op, op);
-        buf_printf(&sdecl, "const %s *c%d = b%d;\n", st, op, op);
-        buf_printf(&sdecl, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+        if (nd->loads[op]) {
+            seg_item(g, tpush(P, "segs"), op);
+            any_seg = true;
+        }
     }
-    if (nd.idx) {
-        buf_printf(&ptrs, "const int64_t ib0 = ps->ib + it.off[%d];\n", IDX);
-        buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
-        buf_puts(&hdecl, "const int64_t ib = ib0;\n");
-        buf_puts(&mdecl, "const int64_t ib = ib0 + e * is;\n");
-        buf_puts(&sdecl, "const int64_t ib = ib0;\n");
-    }
-    if (has_arg) {
-        buf_puts(&hdecl, "const int64_t rb = r;\n");
-        buf_puts(&mdecl, "const int64_t rb = r + e;\n");
-        buf_puts(&sdecl, "const int64_t rb = r;\n");
-    }
+    tlist(P, "segs");
+    tbool(P, "seg_idx", nd->idx);
+    tbool(P, "seg_arg", f->has_arg);
+    if (!any_seg && !nd->idx) /* a reducer of no tensor (sum(1.5)) reads no segment */
+        buf_puts(&pro, "(void)ps;\n");
+    tset(P, "leaf_prologue", emit_str(g->c, &pro));
+    tset(P, "contig_body", emit_str(g->c, &cbody));
+    tset(P, "strided_body", emit_str(g->c, &sbody));
+}
 
-    /* the column order */
-    uint8_t *bnd = boundary(g, &nd, roots, nroots, L_ROW);
+/* The column order (templates/c/reduction.tmpl, cleaf and its callers). */
+static void phase_col(const EmitOperands *g, TDict *P, Phase *f, uint8_t *col_rows)
+{
+    const IrKernel *k = g->k;
+    const Need *nd = &f->nd;
+    const Cache cache = f->cache;
+    uint8_t *bnd = boundary(g, nd, f->roots, f->nroots, L_ROW);
     for (int i = 0; i < k->nnodes; i++)
         col_rows[i] |= bnd[i];
-    Buf crows = {0}, cpro = {0}, choist = {0}, cload = {0}, colb = {0}, crow = {0}, cfs_s = {0}, cfs_ab = {0},
-        cfs_cur = {0}, cfs_res = {0};
-    {
-        int32_t *br = nnkc_scratch(sizeof *br * (size_t)(g->k->nnodes + 1));
-        int nb = set_roots(g, bnd, br, g->k->nnodes);
-        if (nb)
-            col_prep(g, br, nb, bnd, &crows);
-        else
-            buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
-    }
-    emit_read_scalars(g, "p->", nd.scalars, &cpro);
-    if (nd.n)
+    Buf crows = {0}, cpro = {0}, choist = {0}, cload = {0}, colb = {0}, cfs_s = {0}, cfs_ab = {0}, cfs_cur = {0},
+        cfs_res = {0};
+    int32_t *br = nnkc_scratch(sizeof *br * (size_t)(k->nnodes + 1));
+    int nb = set_roots(g, bnd, br, k->nnodes);
+    if (nb)
+        col_prep(g, br, nb, bnd, &crows);
+    else
+        buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
+    emit_read_scalars(g, "p->", nd->scalars, &cpro);
+    if (nd->n)
         buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
-    {
-        Mode m = M_COL;
-        EmitAccess ac = access_for(g, &m);
-        emit_levels(&ac, nd.in, L_CONST, L_UNIFORM, &cpro);
-    }
+    Mode m = M_COL;
+    EmitAccess ac = access_for(g, &m);
+    emit_levels(&ac, nd->in, L_CONST, L_UNIFORM, &cpro);
     col_boundary_loads(g, bnd, &choist, &cload);
     if (!choist.len)
         buf_puts(&cpro, "(void)cx;\n");
@@ -1054,338 +979,240 @@ static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache
     buf_free(&choist);
     buf_puts(&colb, cload.data ? cload.data : "");
     buf_free(&cload);
-    elem_code(g, &nd, M_COL, &colb);
-    buf_puts(&colb, cupd.data ? cupd.data : "");
-    buf_puts(&colb, cstore.data ? cstore.data : "");
-    buf_free(&cstore);
-    Buf cstep = {0}, creload = {0};
+    elem_code(g, nd, M_COL, &colb);
+    buf_puts(&colb, f->cupd.data ? f->cupd.data : "");
+    bool any_row = false;
     for (int op = 0; op < k->nloads + g->in->nouts; op++) {
         bool out = op >= k->nloads;
-        if (out ? cache.node < 0 || op != cache.op : !nd.loads[op])
+        if (out ? cache.node < 0 || op != cache.op : !nd->loads[op])
             continue;
-        const char *st = stype(g->storage[op]), *cst = out ? "" : "const ";
-        buf_printf(&crow, "%s%s *c%d = (%s%s *)ps->b[%d] + it->off[%d];\n", cst, st, op, cst, st, op, op);
-        buf_printf(&crow, "const int64_t rs%d = p->strides[%d][last];\n", op, op);
-        buf_printf(&cstep, "c%d += rs%d;\n", op, op);
-        buf_printf(&creload, "c%d = (%s%s *)ps->b[%d] + it->off[%d];\n", op, cst, st, op, op);
+        if (out) {
+            /* the value the epilogue needs again goes to its output now */
+            Type t = (Type)k->nodes[cache.node].type;
+            buf_printf(&colb, "c%d[c] = ", op);
+            emit_store(t, g->storage[op], arena_printf(g->c->arena, "t%d", cache.node), &colb);
+            buf_puts(&colb, "; /* read again by the epilogue */\n");
+        }
+        seg_item(g, tpush(P, "crows"), op);
+        any_row = true;
     }
-    if (nd.idx) {
-        buf_printf(&crow, "int64_t ib = ps->ib + it->off[%d];\n", IDX);
-        buf_printf(&crow, "const int64_t rsi = p->strides[%d][last];\n", IDX);
-        buf_printf(&crow, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
-        buf_puts(&cstep, "ib += rsi;\n");
-        buf_printf(&creload, "ib = ps->ib + it->off[%d];\n", IDX);
-    }
-    if (!crow.len) /* a reducer of no tensor (sum(1.5)): nothing to read */
-        buf_puts(&crow, "(void)last;\n(void)ps;\n");
-    if (!cstep.len)
-        buf_puts(&cstep, "(void)0;\n");
-    tset(P, "crow_step", emit_str(g->c, &cstep));
-    tset(P, "crow_reload", emit_str(g->c, &creload));
-    col_fields(g, ph, "s", "", &cfs_s);
-    col_fields(g, ph, "a", "", &cfs_ab);
-    col_fields(g, ph, "b", "const ", &cfs_ab);
-    col_fields(g, ph, "cur", "", &cfs_cur);
-    col_fields(g, ph, "res", "const ", &cfs_res);
-
-    tset(P, "phase_reducers", emit_str(g->c, &names));
-    tset(P, "state_fields", emit_str(g->c, &fields));
-    tset(P, "init_prologue", emit_str(g->c, &ipro));
-    tset(P, "init_lanes", emit_str(g->c, &initl));
-    tset(P, "merge_prologue", custom ? "" : "(void)p;");
-    tset(P, "merge_lanes", emit_str(g->c, &merge));
-    tset(P, "final_code", emit_str(g->c, &final));
-    if (!ptrs.len) /* a reducer of no tensor (sum(1.5)) reads no segment */
-        buf_puts(&pro, "(void)ps;\n");
-    tset(P, "leaf_prologue", emit_str(g->c, &pro));
-    tset(P, "lane_decls", emit_str(g->c, &lanes));
-    tset(P, "seg_ptrs", emit_str(g->c, &ptrs));
-    tset(P, "seg_contig_test", emit_str(g->c, &test));
-    tset(P, "head_decls", emit_str(g->c, &hdecl));
-    tset(P, "main_decls", emit_str(g->c, &mdecl));
-    tset(P, "strided_decls", emit_str(g->c, &sdecl));
-    tset(P, "contig_body", emit_str(g->c, &cbody));
-    tset(P, "strided_body", emit_str(g->c, &sbody));
-    tset(P, "carry_lanes", emit_str(g->c, &carry));
-    tset(P, "store_level", emit_str(g->c, &store));
-    tset(P, "reset_lanes", emit_str(g->c, &reset));
-    tset(P, "load_level", emit_str(g->c, &load));
-    tset(P, "merge_into_s", emit_str(g->c, &into));
-    tset(P, "cbytes_expr", emit_str(g->c, &cbytes));
+    tlist(P, "crows");
+    tbool(P, "crow_none", !any_row && !nd->idx); /* a reducer of no tensor (sum(1.5)): nothing to read */
+    col_fields(g, f->ph, "s", "", &cfs_s);
+    col_fields(g, f->ph, "a", "", &cfs_ab);
+    col_fields(g, f->ph, "b", "const ", &cfs_ab);
+    col_fields(g, f->ph, "cur", "", &cfs_cur);
+    col_fields(g, f->ph, "res", "const ", &cfs_res);
     tset(P, "cfields_s", emit_str(g->c, &cfs_s));
     tset(P, "cfields_ab", emit_str(g->c, &cfs_ab));
     tset(P, "cfields_cur", emit_str(g->c, &cfs_cur));
     tset(P, "cfields_res", emit_str(g->c, &cfs_res));
-    tset(P, "cinit_cols", emit_str(g->c, &cinit));
-    tset(P, "cmerge_cols", emit_str(g->c, &cmerge));
     tset(P, "crows_code", emit_str(g->c, &crows));
     tset(P, "cleaf_prologue", emit_str(g->c, &cpro));
-    tset(P, "crow_init", emit_str(g->c, &crow));
     tset(P, "col_body", emit_str(g->c, &colb));
-    tset(P, "cleaf_params", emit_str(g->c, &cparams));
-    tset(P, "cleaf_args", emit_str(g->c, &cargs));
-    tset(P, "cfinal_load", emit_str(g->c, &cfl));
-    tset(P, "cfinal_store", emit_str(g->c, &cfs));
-    tset(P, "res_to_lane0", emit_str(g->c, &r2l));
-    need_free(&nd);
-    buf_free(&upd);
-    buf_free(&cupd);
 }
 
-/* static void NAME__SUFFIX(int64_t COUNT, PARAMS): BODY for each element
- * IDX of [0, COUNT), in blocks of NNK_BLOCK (a constant trip count, which
- * gcc -O2 vectorizes) and a scalar tail. */
-static void blocked_fn(Buf *out, const char *comment, const char *name, const char *suffix, const char *count,
-                       const char *idx, const char *params, const char *body)
+/* Emits the data of one phase (P) of a reduction: a row-order and a
+ * column-order emitter over what the phase's reducers need. */
+static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache, uint8_t *red_loads, uint8_t *col_rows,
+                            int *lane_bytes)
 {
-    buf_printf(out, "\n/* %s. */\n", comment);
-    buf_printf(out, "NNK_MULTIARCH static void %s__%s(int64_t %s%s)\n{\n", name, suffix, count, params ? params : "");
-    buf_printf(out, "    int64_t b = 0;\n    for (; b + NNK_BLOCK <= %s; b += NNK_BLOCK) {\n", count);
-    buf_printf(out, "        for (int jb = 0; jb < NNK_BLOCK; jb++) {\n            const int64_t %s = b + jb;\n", idx);
-    emit_indent(out, body, 12);
-    buf_printf(out, "        }\n    }\n    for (int64_t %s = b; %s < %s; %s++) {\n", idx, idx, count, idx);
-    emit_indent(out, body, 8);
-    buf_puts(out, "    }\n}\n");
+    Phase f = {.ph = ph, .cache = cache};
+    phase_reducers(g, P, &f, lane_bytes);
+    for (int op = 0; op < g->k->nloads; op++)
+        red_loads[op] |= f.nd.loads[op];
+    phase_row(g, P, &f);
+    phase_col(g, P, &f, col_rows);
+    buf_free(&f.upd);
+    buf_free(&f.cupd);
 }
 
-static void reduction(const EmitOperands *g, TDict *d)
+/* Items of list `key` for templates/c/blocked.tmpl: the loop SUFFIX over
+ * COUNT elements IDX with `params`, and SUFFIX_a, the same without
+ * restrict, for calls where an output shares memory with an input. */
+static void blocked_fns(const EmitOperands *g, TDict *d, const char *key, const char *comment, const char *suffix,
+                        const char *count, const char *idx, const char *params, const char *body)
+{
+    for (int alias = 0; alias < 2; alias++) {
+        TDict *f = tpush(d, key);
+        tset(f, "comment", alias ? "The same without restrict, for calls where an output shares memory with an input"
+                                 : comment);
+        tsetf(f, "suffix", "%s%s", suffix, alias ? "_a" : "");
+        tset(f, "count", count);
+        tset(f, "idx", idx);
+        tset(f, "params", alias ? strip_restrict(g, params) : params);
+        tset(f, "body", body);
+    }
+}
+
+/* What the two epilogues share: the outputs (roots; troots the tensor
+ * ones), what they need, and the values of the outer levels the tensor
+ * outputs' element code takes (bu uniform, br row level). */
+typedef struct Epi {
+    int32_t roots[MAXOPS], troots[MAXOPS];
+    int nr, nt;
+    bool has_tensor;
+    Cache cache;
+    Need nd, tnd;
+    uint8_t *bu, *br;
+} Epi;
+
+/* The row order epilogue (templates/c/reduction.tmpl, epi and epirow). */
+static void epilogue_row(const EmitOperands *g, TDict *d, const Epi *E)
 {
     const IrKernel *k = g->k;
-    const int IDX = g->nops;
-    tsetf(d, "nphases", "%d", k->nphases);
-    {
-        static const EmitTarget c_target = {"static inline", "const nnk_plan *p", "p->"};
-        Mode m = M_ROW_CONTIG;
-        EmitAccess ac = access_for(g, &m);
-        Buf fns = {0};
-        emit_combine_fns(g, &c_target, &ac, &fns);
-        tset(d, "combine_fns", emit_str(g->c, &fns));
-    }
-
-    /* finals: one field per reducer */
-    Buf fin = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
-    if (!k->nreds)
-        buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", emit_str(g->c, &fin));
-    for (int op = 0; op < g->nops; op++) {
-        TDict *o = tpush(d, "operands");
-        tsetf(o, "k", "%d", op);
-        tset(o, "st", stype(g->storage[op]));
-    }
-    tlist(d, "operands");
-
-    const Cache cache = find_cache(g);
-    uint8_t red_loads[MAXOPS] = {0};
-    uint8_t *col_rows = nnkc_scratch((size_t)k->nnodes + 1);
-    bool has_arg = false;
-    int max_lane_bytes = 0;
-    Buf sizes = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        has_arg |= is_arg(&k->reds[ri]);
-    for (int ph = 1; ph <= k->nphases; ph++) {
-        TDict *P = tpush(d, "phases");
-        tsetf(P, "phase", "%d", ph);
-        int lb = 0;
-        reduction_phase(g, P, ph, ph == k->nphases ? cache : (Cache){-1, -1}, red_loads, col_rows, &lb);
-        if (lb > max_lane_bytes)
-            max_lane_bytes = lb;
-        buf_printf(&sizes, "%s(int32_t)sizeof(%s__s%d)", ph > 1 ? ", " : "", g->in->name, ph);
-    }
-    tlist(d, "phases");
-    tset(d, "state_sizes", sizes.data ? sizes.data : "0");
-    buf_free(&sizes);
-    tsetf(d, "finals_size", "(int32_t)sizeof(%s__fin)", g->in->name);
-    tbool(d, "has_arg_reducer", has_arg);
-    tset(d, "argmax_flag", has_arg ? "1" : "0");
-
-    /* ---- epilogue: tensor outputs per element, reduced-shape outputs per position */
-    int32_t roots[MAXOPS], troots[MAXOPS];
-    int nr = 0, nt = 0;
-    bool has_tensor = false;
+    Buf pro = {0}, sstores = {0}, sbody = {0}, eparams = {0}, eargs = {0}, cbody = {0};
+    prologue(g, &E->nd, L_ROW, E->nd.red, &pro);
+    Mode m = M_ROW_CONTIG;
+    EmitAccess ac = access_for(g, &m);
     for (int i = 0; i < k->nouts; i++) {
-        roots[nr++] = k->outs[i].node;
-        if (k->outs[i].tensor)
-            troots[nt++] = k->outs[i].node;
-        has_tensor |= k->outs[i].tensor;
-    }
-    Need nd = need_stop(g, roots, nr, cache.node);
-    Need tnd = need_stop(g, troots, nt, cache.node);
-    Buf pro = {0}, sstores = {0}, ptrs = {0}, test = {0}, strides = {0}, sbody = {0};
-    prologue(g, &nd, L_ROW, nd.red, &pro);
-    {
-        Mode m = M_ROW_CONTIG;
-        EmitAccess ac = access_for(g, &m);
-        for (int i = 0; i < k->nouts; i++) {
-            const IrOutput *o = &k->outs[i];
-            if (o->tensor)
-                continue;
-            int op = k->nloads + i;
-            Buf v = {0};
-            emit_ref(&ac, o->node, &v);
-            buf_printf(&sstores, "*(%s *)ps->b[%d] = ", stype(o->storage), op);
-            emit_store(o->type, o->storage, v.data, &sstores);
-            buf_puts(&sstores, ";\n");
-            buf_free(&v);
-        }
+        const IrOutput *o = &k->outs[i];
+        if (o->tensor)
+            continue;
+        int op = k->nloads + i;
+        Buf v = {0};
+        emit_ref(&ac, o->node, &v);
+        buf_printf(&sstores, "*(%s *)ps->b[%d] = ", stype(o->storage), op);
+        emit_store(o->type, o->storage, v.data, &sstores);
+        buf_puts(&sstores, ";\n");
+        buf_free(&v);
     }
     /* the contiguous row functions: values of the outer levels as parameters */
-    uint8_t *bu = boundary(g, &tnd, troots, nt, L_UNIFORM), *br = boundary(g, &tnd, troots, nt, L_ROW);
-    Buf erow = {0}, eparams = {0}, eargs = {0}, cbody = {0};
-    Buf ceparams = {0}, ceargs = {0}, ceptrs = {0}, cebody = {0}, cestep = {0}, cereload = {0};
-    if (tnd.idx) {
+    if (E->tnd.idx) {
         buf_puts(&eparams, ", int64_t ib, int64_t is");
         buf_puts(&eargs, ", ib, is");
-        buf_puts(&ceparams, ", int64_t ib, int64_t ics");
-        buf_puts(&ceargs, ", ib, ics");
     }
     for (int i = 0; i < k->nnodes; i++) {
-        if (!bu[i] && !br[i])
-            continue;
-        const char *T = ctype((Type)k->nodes[i].type);
-        buf_printf(&eparams, ", %s t%d", T, i);
-        buf_printf(&eargs, ", t%d", i);
-        if (bu[i]) {
-            buf_printf(&ceparams, ", %s t%d", T, i);
-            buf_printf(&ceargs, ", t%d", i);
-        } else {
-            buf_printf(&ceparams, ", const %s *NNK_RESTRICT t%d_", T, i);
-            buf_printf(&ceargs, ", cx->t%d", i);
+        if (E->bu[i] || E->br[i]) {
+            buf_printf(&eparams, ", %s t%d", ctype((Type)k->nodes[i].type), i);
+            buf_printf(&eargs, ", t%d", i);
         }
     }
     for (int op = 0; op < g->nops; op++) {
         bool tout = g->output[op] && !g->reduced[op];
-        if (!tnd.loads[op] && !tout)
+        if (!E->tnd.loads[op] && !tout)
             continue;
-        const char *cst = tout ? "" : "const ";
-        const char *st = stype(g->storage[op]);
-        buf_printf(&eparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
+        buf_printf(&eparams, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
         buf_printf(&eargs, ", c%d", op);
-        buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", cst, st, op);
-        buf_printf(&ceargs, ", c%d", op);
-        buf_printf(&ptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
-        buf_printf(&ceptrs, "%s%s *c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
-        buf_printf(&ceptrs, "const int64_t rs%d = p->strides[%d][last];\n", op, op);
-        buf_printf(&cestep, "c%d += rs%d;\n", op, op);
-        buf_printf(&cereload, "c%d = (%s%s *)ps->b[%d] + it.off[%d];\n", op, cst, st, op, op);
-        buf_printf(&test, " && p->strides[%d][last] == 1", op);
-        buf_printf(&strides, "const int64_t d%d = p->nred > 0 ? p->strides[%d][last] : 0;\n", op, op);
+        seg_item(g, tpush(d, "epi_ops"), op);
     }
-    if (tnd.idx) {
-        buf_printf(&ptrs, "const int64_t ib = ps->ib + it.off[%d];\n", IDX);
-        buf_printf(&ptrs, "const int64_t is = p->nred > 0 ? p->strides[%d][last] : 0;\n", IDX);
-        buf_printf(&ceptrs, "int64_t ib = ps->ib + it.off[%d];\n", IDX);
-        buf_printf(&ceptrs, "const int64_t rsi = p->strides[%d][last];\n", IDX);
-        buf_printf(&ceptrs, "const int64_t ics = p->strides[%d][k0 - 1];\n", IDX);
-        buf_puts(&cestep, "ib += rsi;\n");
-        buf_printf(&cereload, "ib = ps->ib + it.off[%d];\n", IDX);
-    }
-    elem_code_c(g, &tnd, M_ROW_CONTIG, cache, &cbody);
+    tlist(d, "epi_ops");
+    tbool(d, "epi_idx", E->tnd.idx);
+    elem_code_c(g, &E->tnd, M_ROW_CONTIG, E->cache, &cbody);
     tensor_stores(g, M_ROW_CONTIG, &cbody);
-    elem_code_c(g, &tnd, M_ROW_STRIDED, cache, &sbody);
+    elem_code_c(g, &E->tnd, M_ROW_STRIDED, E->cache, &sbody);
     tensor_stores(g, M_ROW_STRIDED, &sbody);
-    if (has_tensor) {
-        blocked_fn(&erow, "n contiguous elements of the tensor outputs (row order epilogue)", g->in->name,
-                   "epirow", "n", "i", eparams.data, cbody.data);
-        blocked_fn(&erow, "The same without restrict, for calls where an output shares memory with an input",
-                   g->in->name, "epirow_a", "n", "i", strip_restrict(g, eparams.data), cbody.data);
-    }
-    {
-        /* whether a call may be in place (only the tensor outputs' stores
-         * are in the restrict loops) */
-        Buf ad = {0};
-        bool all[MAXOPS];
-        for (int op = 0; op < g->nops; op++)
-            all[op] = true;
-        if (has_tensor)
-            buf_printf(&ad, "static const uint8_t size_[%d] = {%s};\nconst int alias_ = nnk_plan_overlap_(p, %d, size_);",
-                       g->nops > 0 ? g->nops : 1, op_sizes(g, all), k->nloads);
-        else
-            buf_puts(&ad, "const int alias_ = 0; /* no tensor output */");
-        tset(d, "alias_decl", emit_str(g->c, &ad));
-    }
+    if (E->has_tensor)
+        blocked_fns(g, d, "epirow", "n contiguous elements of the tensor outputs (row order epilogue)", "epirow", "n",
+                    "i", eparams.data, cbody.data);
+    tlist(d, "epirow");
+    /* whether a call may be in place (only the tensor outputs' stores are
+     * in the restrict loops) */
+    Buf ad = {0};
+    bool all[MAXOPS];
+    for (int op = 0; op < g->nops; op++)
+        all[op] = true;
+    if (E->has_tensor)
+        buf_printf(&ad, "static const uint8_t size_[%d] = {%s};\nconst int alias_ = nnk_plan_overlap_(p, %d, size_);",
+                   g->nops > 0 ? g->nops : 1, op_sizes(g, all), k->nloads);
+    else
+        buf_puts(&ad, "const int alias_ = 0; /* no tensor output */");
+    tset(d, "alias_decl", emit_str(g->c, &ad));
     tset(d, "epi_prologue", emit_str(g->c, &pro));
     tset(d, "scalar_stores", emit_str(g->c, &sstores));
-    tbool(d, "has_tensor_outs", has_tensor);
-    tset(d, "epi_ptrs", emit_str(g->c, &ptrs));
-    tsetf(d, "epi_contig_test", "p->nred > 0%s", test.data ? test.data : "");
-    buf_free(&test);
-    tset(d, "epi_strides", emit_str(g->c, &strides));
+    tbool(d, "has_tensor_outs", E->has_tensor);
     tset(d, "epi_contig_args", emit_str(g->c, &eargs));
     tset(d, "epi_strided_body", emit_str(g->c, &sbody));
-    tset(d, "epirow_fn", emit_str(g->c, &erow));
+    buf_free(&eparams);
+    buf_free(&cbody);
+}
 
-    /* column order epilogue: the row values of the outputs into cx */
-    uint8_t *ball = boundary(g, &nd, roots, nr, L_ROW);
+/* The column order epilogue (cepi, cepirow): the row values of the
+ * outputs into cx, the reduced-shape outputs per position, the tensor
+ * outputs row by row. */
+static void epilogue_col(const EmitOperands *g, TDict *d, const Epi *E, uint8_t *col_rows)
+{
+    const IrKernel *k = g->k;
+    uint8_t *ball = boundary(g, &E->nd, E->roots, E->nr, L_ROW);
     /* (reduced-shape outputs of row level are read back from cx too) */
     for (int i = 0; i < k->nouts; i++)
         if (!k->outs[i].tensor && k->nodes[k->outs[i].node].level == L_ROW && k->nodes[k->outs[i].node].op != IR_CONST)
             ball[k->outs[i].node] = 1;
     for (int i = 0; i < k->nnodes; i++)
         col_rows[i] |= ball[i];
-    Buf cepro = {0}, cstores = {0}, cerow = {0};
-    {
-        /* what cepi computes before the rows: the row values (into cx), the
-         * uniform values cepirow takes, the reduced-shape outputs' values */
-        uint8_t *set = nnkc_scratch((size_t)k->nnodes + 1);
-        for (int i = 0; i < k->nnodes; i++)
-            set[i] = ball[i] || bu[i];
-        for (int i = 0; i < k->nouts; i++)
-            if (!k->outs[i].tensor && k->nodes[k->outs[i].node].op != IR_CONST)
-                set[k->outs[i].node] = 1;
-        int32_t *sr = nnkc_scratch(((size_t)k->nnodes + 1) * sizeof(int32_t));
-        int ns = set_roots(g, set, sr, k->nnodes + 1);
-        if (ns)
-            col_prep(g, sr, ns, ball, &cepro);
-        Mode m = M_COL;
-        EmitAccess ac = access_for(g, &m);
-        for (int i = 0; i < k->nouts; i++) {
-            const IrOutput *o = &k->outs[i];
-            if (o->tensor)
-                continue;
-            int op = k->nloads + i;
-            const IrNode *n = &k->nodes[o->node];
-            Buf v = {0};
-            if (n->level == L_ROW && n->op != IR_CONST)
-                buf_printf(&v, "cx->t%d[c]", o->node);
-            else
-                emit_ref(&ac, o->node, &v);
-            buf_printf(&cstores, "((%s *)ps->b[%d])[c * p->strides[%d][p->ndim - p->nred - 1]] = ", stype(o->storage),
-                       op, op);
-            emit_store(o->type, o->storage, v.data, &cstores);
-            buf_puts(&cstores, ";\n");
-            buf_free(&v);
-        }
-    }
+    Buf cepro = {0}, cstores = {0}, ceparams = {0}, ceargs = {0}, cebody = {0};
+    /* what cepi computes before the rows: the row values (into cx), the
+     * uniform values cepirow takes, the reduced-shape outputs' values */
+    uint8_t *set = nnkc_scratch((size_t)k->nnodes + 1);
+    for (int i = 0; i < k->nnodes; i++)
+        set[i] = ball[i] || E->bu[i];
+    for (int i = 0; i < k->nouts; i++)
+        if (!k->outs[i].tensor && k->nodes[k->outs[i].node].op != IR_CONST)
+            set[k->outs[i].node] = 1;
+    int32_t *sr = nnkc_scratch(((size_t)k->nnodes + 1) * sizeof(int32_t));
+    int ns = set_roots(g, set, sr, k->nnodes + 1);
+    if (ns)
+        col_prep(g, sr, ns, ball, &cepro);
     if (!cepro.len)
         buf_puts(&cepro, "(void)cx;\n");
-    for (int i = 0; i < k->nnodes; i++)
-        if (br[i])
-            buf_printf(&cebody, "const %s t%d = t%d_[c];\n", ctype((Type)k->nodes[i].type), i, i);
-    elem_code_c(g, &tnd, M_COL, cache, &cebody);
-    tensor_stores(g, M_COL, &cebody);
-    if (has_tensor) {
-        blocked_fn(&cerow, "T positions of one row of the tensor outputs (column order epilogue)", g->in->name,
-                   "cepirow", "T", "c", ceparams.data, cebody.data);
-        blocked_fn(&cerow, "The same without restrict, for calls where an output shares memory with an input",
-                   g->in->name, "cepirow_a", "T", "c", strip_restrict(g, ceparams.data), cebody.data);
+    Mode m = M_COL;
+    EmitAccess ac = access_for(g, &m);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *o = &k->outs[i];
+        if (o->tensor)
+            continue;
+        int op = k->nloads + i;
+        const IrNode *n = &k->nodes[o->node];
+        Buf v = {0};
+        if (n->level == L_ROW && n->op != IR_CONST)
+            buf_printf(&v, "cx->t%d[c]", o->node);
+        else
+            emit_ref(&ac, o->node, &v);
+        buf_printf(&cstores, "((%s *)ps->b[%d])[c * p->strides[%d][p->ndim - p->nred - 1]] = ", stype(o->storage), op,
+                   op);
+        emit_store(o->type, o->storage, v.data, &cstores);
+        buf_puts(&cstores, ";\n");
+        buf_free(&v);
     }
-    buf_free(&cebody);
-    buf_free(&cbody);
+    if (E->tnd.idx) {
+        buf_puts(&ceparams, ", int64_t ib, int64_t ics");
+        buf_puts(&ceargs, ", ib, ics");
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        const char *T = ctype((Type)k->nodes[i].type);
+        if (E->bu[i]) {
+            buf_printf(&ceparams, ", %s t%d", T, i);
+            buf_printf(&ceargs, ", t%d", i);
+        } else if (E->br[i]) {
+            buf_printf(&ceparams, ", const %s *NNK_RESTRICT t%d_", T, i);
+            buf_printf(&ceargs, ", cx->t%d", i);
+            buf_printf(&cebody, "const %s t%d = t%d_[c];\n", T, i, i);
+        }
+    }
+    for (int op = 0; op < g->nops; op++) {
+        bool tout = g->output[op] && !g->reduced[op];
+        if (!E->tnd.loads[op] && !tout)
+            continue;
+        buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
+        buf_printf(&ceargs, ", c%d", op);
+    }
+    elem_code_c(g, &E->tnd, M_COL, E->cache, &cebody);
+    tensor_stores(g, M_COL, &cebody);
+    if (E->has_tensor)
+        blocked_fns(g, d, "cepirow", "T positions of one row of the tensor outputs (column order epilogue)",
+                    "cepirow", "T", "c", ceparams.data, cebody.data);
+    tlist(d, "cepirow");
     tset(d, "cepi_prologue", emit_str(g->c, &cepro));
     tset(d, "cscalar_stores", emit_str(g->c, &cstores));
-    if (!cestep.len)
-        buf_puts(&cestep, "(void)0;\n");
-    tset(d, "cepi_init", emit_str(g->c, &ceptrs));
-    tset(d, "cepi_step", emit_str(g->c, &cestep));
-    tset(d, "cepi_reload", emit_str(g->c, &cereload));
     tset(d, "cepi_args", emit_str(g->c, &ceargs));
-    tset(d, "cepirow_fn", emit_str(g->c, &cerow));
-    buf_free(&eparams);
+    buf_free(&cebody);
     buf_free(&ceparams);
+}
 
-    /* the column order's scratch: finals and row values per position */
+/* The column order's scratch (cx): finals and row values per position. */
+static void col_scratch(const EmitOperands *g, TDict *d, const uint8_t *col_rows, int max_lane_bytes)
+{
+    const IrKernel *k = g->k;
     Buf cxf = {0}, cxb = {0}, cxa = {0}, f2c = {0};
     int nfix = 0;
     buf_puts(&cxb, "0");
@@ -1417,14 +1244,18 @@ static void reduction(const EmitOperands *g, TDict *d)
     int lane_bytes = max_lane_bytes > 0 ? max_lane_bytes : 8;
     tsetf(d, "cx_small", "NNK_COLT_MIN * %d + (NNK_LEVELS + 1) * NNK_COLT_MIN * %d", 8 * (nfix + 1), lane_bytes);
     tsetf(d, "cx_one", "%d + (NNK_LEVELS + 1) * %d", 8 * (nfix + 1), lane_bytes);
+}
 
-    /* ---- the column test: the innermost kept dimension contiguous for
-     * every operand used, the innermost reduced one not (for some input) */
+/* The column test: the innermost kept dimension contiguous for every
+ * operand used, the innermost reduced one not (for some input). */
+static void col_test(const EmitOperands *g, TDict *d, const uint8_t *red_loads, const Need *epi)
+{
+    const IrKernel *k = g->k;
     bool has_col = false;
     Buf ct = {0}, rowc = {0};
     for (int op = 0; op < g->nops; op++) {
         bool tout = g->output[op] && !g->reduced[op];
-        bool loaded = op < k->nloads && (red_loads[op] || nd.loads[op]);
+        bool loaded = op < k->nloads && (red_loads[op] || epi->loads[op]);
         if (loaded || tout)
             buf_printf(&ct, "%sp->strides[%d][k0 - 1] == 1", ct.len ? " && " : "", op);
         if (op < k->nloads && red_loads[op]) {
@@ -1439,8 +1270,66 @@ static void reduction(const EmitOperands *g, TDict *d)
     tbool(d, "has_col", has_col);
     buf_free(&ct);
     buf_free(&rowc);
-    need_free(&nd);
-    need_free(&tnd);
+}
+
+static void reduction(const EmitOperands *g, TDict *d)
+{
+    const IrKernel *k = g->k;
+    tsetf(d, "nphases", "%d", k->nphases);
+    Mode m = M_ROW_CONTIG;
+    EmitAccess ac = access_for(g, &m);
+    emit_combine_keys(g, "p->", &ac, d);
+
+    /* finals: one field per reducer */
+    Buf fin = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
+    if (!k->nreds)
+        buf_puts(&fin, "char unused_;\n");
+    tset(d, "fin_fields", emit_str(g->c, &fin));
+    for (int op = 0; op < g->nops; op++)
+        seg_item(g, tpush(d, "operands"), op);
+    tlist(d, "operands");
+
+    const Cache cache = find_cache(g);
+    uint8_t red_loads[MAXOPS] = {0};
+    uint8_t *col_rows = nnkc_scratch((size_t)k->nnodes + 1);
+    bool has_arg = false;
+    int max_lane_bytes = 0;
+    Buf sizes = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        has_arg |= is_arg(&k->reds[ri]);
+    for (int ph = 1; ph <= k->nphases; ph++) {
+        TDict *P = tpush(d, "phases");
+        tsetf(P, "phase", "%d", ph);
+        int lb = 0;
+        reduction_phase(g, P, ph, ph == k->nphases ? cache : (Cache){-1, -1}, red_loads, col_rows, &lb);
+        if (lb > max_lane_bytes)
+            max_lane_bytes = lb;
+        buf_printf(&sizes, "%s(int32_t)sizeof(%s__s%d)", ph > 1 ? ", " : "", g->in->name, ph);
+    }
+    tlist(d, "phases");
+    tset(d, "state_sizes", sizes.data ? emit_str(g->c, &sizes) : "0");
+    tsetf(d, "finals_size", "(int32_t)sizeof(%s__fin)", g->in->name);
+    tbool(d, "has_arg_reducer", has_arg);
+    tset(d, "argmax_flag", has_arg ? "1" : "0");
+
+    /* the epilogues: tensor outputs per element, reduced-shape outputs per position */
+    Epi E = {.cache = cache};
+    for (int i = 0; i < k->nouts; i++) {
+        E.roots[E.nr++] = k->outs[i].node;
+        if (k->outs[i].tensor)
+            E.troots[E.nt++] = k->outs[i].node;
+        E.has_tensor |= k->outs[i].tensor;
+    }
+    E.nd = need_stop(g, E.roots, E.nr, cache.node);
+    E.tnd = need_stop(g, E.troots, E.nt, cache.node);
+    E.bu = boundary(g, &E.tnd, E.troots, E.nt, L_UNIFORM);
+    E.br = boundary(g, &E.tnd, E.troots, E.nt, L_ROW);
+    epilogue_row(g, d, &E);
+    epilogue_col(g, d, &E, col_rows);
+    col_scratch(g, d, col_rows, max_lane_bytes);
+    col_test(g, d, red_loads, &E.nd);
 
     /* §8 entry: [outer, len, inner] views (views), scalars by value */
     Buf args = {0};

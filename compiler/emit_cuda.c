@@ -154,12 +154,9 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ri = 0; ri < k->nreds; ri++)
         has_arg |= red_is_arg(&k->reds[ri]);
     tset(d, "cu_flags", has_arg ? "1" : "0"); /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
-    static const EmitTarget cuda_target = {"NNK_DEVICE", "const nnk_cuda_plan &p", "p."};
     CuAccess cm = {CU_SLICE};
     EmitAccess cac = cu_access(c, o, &cm);
-    Buf combs = {0};
-    emit_combine_fns(o, &cuda_target, &cac, &combs);
-    tset(d, "combine_fns", emit_str(c, &combs));
+    emit_combine_keys(o, "p.", &cac, d);
 
     Buf fin = {0};
     for (int ri = 0; ri < k->nreds; ri++)

@@ -176,10 +176,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ri = 0; ri < k->nreds; ri++)
         has_arg |= red_is_arg(&k->reds[ri]);
     tset(d, "flags", has_arg ? "1" : "0");
-    static const EmitTarget cl_target = {"NNK_INLINE", "__constant nnk_cl_plan *p", "p->"};
-    Buf combs = {0};
-    emit_combine_fns(o, &cl_target, &ac, &combs);
-    tset(d, "combine_fns", emit_str(c, &combs));
+    emit_combine_keys(o, "p->", &ac, d);
     Buf args = {0};
     for (int op = 0; op < o->nops; op++)
         buf_printf(&args, ", a%d", op);

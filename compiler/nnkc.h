@@ -623,13 +623,13 @@ bool emit_loads(const IrKernel *k, const uint8_t *need, int op);
  *   EmitAccess        the target's naming of operands, idx, n, reducer
  *                     results inside one loop (a callback and strings);
  *                     with it emit_expr/emit_nodes/emit_levels print nodes.
- *   EmitTarget        the few words that differ in shared helpers:
- *                     function qualifier and how the plan is passed.
  *   emit_instance_keys  the template keys every target's instance
  *                     templates share (name, signature, desc_symbol,
  *                     api_params, views, ...; list below).
- *   emit_read_scalars, emit_red_*, emit_combine_fns  scalar reads and the
- *                     reducers' identity/step/combine/final statements.
+ *   emit_read_scalars, emit_red_*, emit_combine_keys  scalar reads, the
+ *                     reducers' identity/step/combine/final statements and
+ *                     reduce()'s combine functions (their bodies; the
+ *                     function around them is the target's template).
  *
  * So a new target needs: an access callback per loop shape, its
  * templates, and an emit_<target>_file calling emit_file_keys,
@@ -648,12 +648,6 @@ typedef struct EmitOperands {
 } EmitOperands;
 void emit_operands_init(EmitOperands *o, Compiler *c, const Instance *in);
 
-typedef struct EmitTarget {
-    const char *fn_qual;    /* helper functions: "static inline", "NNK_DEVICE" */
-    const char *plan_param; /* the plan as their parameter p: "const nnk_plan *p" */
-    const char *plan;       /* its members: "p->", "p." */
-} EmitTarget;
-
 const char *emit_str(Compiler *c, Buf *b); /* b's text, in the arena; frees b */
 void emit_indent(Buf *out, const char *s, int n); /* s, every line indented by n */
 const char *emit_scalar_member(Type t); /* the nnk_scalar member of a type */
@@ -662,8 +656,9 @@ const char *emit_api_type(Type t);      /* a type in public signatures (nnk_f16,
  * (o->nscalars flags), or all of them (used NULL, each then "(void)s0;"). */
 void emit_read_scalars(const EmitOperands *o, const char *plan, const uint8_t *used, Buf *out);
 const char *emit_signature(const EmitOperands *o); /* "(a: f32, x: f32[]) -> (z: f32[])" */
-/* NAME__combK(p, la, lb) for each reduce() reducer, in the target's words. */
-void emit_combine_fns(const EmitOperands *o, const EmitTarget *t, const EmitAccess *ac, Buf *out);
+/* List `combines` (ri, A, body): NAME__combK(p, la, lb) of each reduce(). */
+typedef struct TDict TDict;
+void emit_combine_keys(const EmitOperands *o, const char *plan, const EmitAccess *ac, TDict *d);
 typedef struct EmitOptions EmitOptions;
 typedef struct TDict TDict;
 /* The per-instance keys: elementwise, reduction, kind, kind_word, name,
