@@ -29,6 +29,31 @@ const char *stype(Type t)
     return type_info[t].storage;
 }
 
+/* The shortest decimal that reads back as f (as a float when f32: the
+ * f32 value 0.044715 is "0.044715f", not the 17 digits of the double it
+ * equals), with ".0" when it would read as an integer, and the f suffix.
+ * Both C compilers and nvcc round a decimal literal to the nearest float
+ * directly, as strtof does. */
+void emit_float_digits(double f, bool f32, Buf *out)
+{
+    char s[40];
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, f);
+        if (f32 ? strtof(s, NULL) == (float)f : strtod(s, NULL) == f)
+            break;
+    }
+    /* the same digits without an exponent up to millions (100.0, not 1e+02) */
+    int exp10 = f != 0 ? (int)floor(log10(fabs(f))) : 0;
+    if (strchr(s, 'e') && exp10 >= 0 && exp10 <= 6)
+        snprintf(s, sizeof s, "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, f);
+    buf_puts(out, s);
+    if (!strpbrk(s, ".e"))
+        buf_puts(out, ".0");
+    if (f32)
+        buf_puts(out, "f");
+}
+
 /* A constant as a literal of its compute type. */
 void emit_literal(Value v, Type t, Buf *out)
 {
@@ -53,11 +78,7 @@ void emit_literal(Value v, Type t, Buf *out)
         else {
             if (signbit(f))
                 buf_puts(out, "(");
-            Value d = {.type = T_F64};
-            d.v.f = f;
-            value_format(d, out, true);
-            if (ct == T_F32)
-                buf_puts(out, "f");
+            emit_float_digits(f, ct == T_F32, out);
             if (signbit(f))
                 buf_puts(out, ")");
         }

@@ -601,6 +601,7 @@ const char *type_suffix(Type t); /* helper suffix: the compute type's name */
 const char *ctype(Type t);       /* compute C type */
 const char *stype(Type t);       /* storage C type */
 void emit_literal(Value v, Type t, Buf *out);
+void emit_float_digits(double f, bool f32, Buf *out); /* shortest round-trip, finite f */
 void emit_convert(Type from, Type to, const char *v, Buf *out);
 void emit_load(Type storage, Type logical, const char *v, Buf *out);
 void emit_store(Type logical, Type storage, const char *v, Buf *out);

@@ -499,6 +499,84 @@ static void test_api_module(void)
     nnkc_module_free(m);
 }
 
+/* Float literals in generated code: the shortest decimal that reads back
+ * as the same value, as a float for f32 (0.044715f, not the 17 digits of
+ * the double 0.044714998453855515 it equals), for every bit pattern kind:
+ * fixed cases, then random finite floats and doubles read back with
+ * strtof/strtod. */
+static const char *literal_of(double f, Type t, Buf *b)
+{
+    b->len = 0;
+    Value v = {.type = t};
+    v.v.f = f;
+    emit_literal(v, t, b);
+    return b->data;
+}
+
+static void test_emit_float_literals(void)
+{
+    Buf b = {0};
+    CU_ASSERT_STRING_EQUAL(literal_of((float)0.044715, T_F32, &b), "0.044715f");
+    CU_ASSERT_STRING_EQUAL(literal_of((float)0.1, T_F32, &b), "0.1f");
+    CU_ASSERT_STRING_EQUAL(literal_of(1.0, T_F32, &b), "1.0f");
+    CU_ASSERT_STRING_EQUAL(literal_of((float)3.14159265358979, T_F32, &b), "3.1415927f");
+    CU_ASSERT_STRING_EQUAL(literal_of(-2.5, T_F32, &b), "(-2.5f)");
+    CU_ASSERT_STRING_EQUAL(literal_of(-0.0, T_F32, &b), "(-0.0f)");
+    CU_ASSERT_STRING_EQUAL(literal_of(1e10, T_F32, &b), "1e+10f");
+    CU_ASSERT_STRING_EQUAL(literal_of(0.1, T_F64, &b), "0.1");
+    CU_ASSERT_STRING_EQUAL(literal_of(1.0 / 3.0, T_F64, &b), "0.3333333333333333");
+    CU_ASSERT_STRING_EQUAL(literal_of(100.0, T_F64, &b), "100.0");
+    CU_ASSERT_STRING_EQUAL(literal_of(1234500.0, T_F32, &b), "1234500.0f");
+    CU_ASSERT_STRING_EQUAL(literal_of(1.5e-7, T_F64, &b), "1.5e-07");
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    int bad = 0;
+    for (int i = 0; i < 200000 && bad < 5; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        bool f32 = i & 1;
+        double f;
+        if (f32) {
+            uint32_t u = (uint32_t)(x >> 32);
+            float g;
+            memcpy(&g, &u, sizeof g);
+            f = g;
+        } else {
+            memcpy(&f, &x, sizeof f);
+        }
+        if (!isfinite(f))
+            continue;
+        const char *s = literal_of(f, f32 ? T_F32 : T_F64, &b);
+        const char *p = s[0] == '(' ? s + 1 : s;
+        char *end;
+        bool ok;
+        if (f32) {
+            float r = strtof(p, &end);
+            ok = memcmp(&r, &(float){(float)f}, sizeof r) == 0 && strcmp(end, s[0] == '(' ? "f)" : "f") == 0;
+        } else {
+            double r = strtod(p, &end);
+            ok = memcmp(&r, &f, sizeof r) == 0 && strcmp(end, s[0] == '(' ? ")" : "") == 0;
+        }
+        /* shortest: with a significant digit less it does not read back */
+        char digits[40];
+        int n = 0;
+        for (const char *q = p; *q && *q != 'e' && *q != 'f' && *q != ')'; q++)
+            if (*q >= '0' && *q <= '9' && (n || *q != '0'))
+                digits[n++] = *q;
+        while (n > 1 && digits[n - 1] == '0')
+            n--;
+        if (ok && n > 1) {
+            char shorter[320];
+            snprintf(shorter, sizeof shorter, "%.*g", n - 1, f);
+            ok = f32 ? strtof(shorter, NULL) != (float)f : strtod(shorter, NULL) != f;
+        }
+        if (!ok) {
+            fprintf(stderr, "literal %s of %.17g: not the shortest that reads back\n", s, f);
+            bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    buf_free(&b);
+}
+
 static const CunitTest tests_lexer[] = {
     {"tokens", test_lexer_tokens},
     {"values and ranges", test_lexer_values_and_ranges},
@@ -521,6 +599,7 @@ static const CunitTest tests_types[] = {
     {"conversions", test_fold_conversions},
     {"builtins", test_fold_builtins},
     {"f16 round trip", test_f16_roundtrip},
+    {"float literals", test_emit_float_literals},
     {NULL},
 };
 
