@@ -870,6 +870,7 @@ void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
 
     /* the descriptor's CUDA fields (c/desc.tmpl): with a fatbin, the
      * instance name prefixes its kernels */
+    tbool(e, "has_cuda", opt->with_cuda);
     tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
     tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
     tset(e, "cuda_image_size", opt->with_cuda ? "(sizeof nnk_fatbin_ - 1)" : "0");

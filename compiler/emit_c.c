@@ -189,7 +189,6 @@ static void desc_params(const EmitOperands *g, TDict *d)
     tset(d, "targs", ta.data ? ta.data : "");
     buf_free(&ta);
     tsetf(d, "ntargs", "%d", g->in->ntargs);
-    tset(d, "targs_ref", g->in->ntargs ? arena_printf(g->c->arena, "%s__targs", g->in->name) : "0");
     tsetf(d, "nparams", "%d", g->in->nparams);
     tsetf(d, "nouts", "%d", g->in->nouts);
     tset(d, "kernel", g->in->kernel->name);
