@@ -148,7 +148,6 @@ static void shfl_field(Type t, const char *field, Buf *out)
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
-    const char *name = o->in->name;
     tsetf(d, "nphases", "%d", k->nphases);
     bool has_arg = false;
     for (int ri = 0; ri < k->nreds; ri++)
@@ -168,111 +167,22 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
         tsetf(P, "phase", "%d", ph);
-        /* every reducer's argument (no fixed cap: a phase may have any
-         * number of reducers, and an unmarked one's value would be missing) */
-        int32_t *roots = arena_alloc(c->arena, sizeof *roots * (size_t)(k->nreds ? k->nreds : 1));
-        int nroots = 0;
-        Buf fields = {0}, init = {0}, merge = {0}, final = {0}, step = {0}, shfl = {0}, ident = {0};
-        bool ident_n = false;
-        uint8_t *ident_done = NULL;
+        uint8_t *need = emit_red_phase(o, &cac, "p.", ph, P);
+        /* the state through warp shuffles */
+        Buf shfl = {0}, ptrs = {0}, rs = {0};
         for (int ri = 0; ri < k->nreds; ri++) {
             const IrReducer *r = &k->reds[ri];
             if (r->phase != ph)
                 continue;
-            roots[nroots++] = r->arg;
-            char comb[160], a[32], x[32], sa[32], sb[32], xa[32], xb[32], fa[32], fx[32], fld[32];
-            snprintf(comb, sizeof comb, "%s__comb%d", name, ri);
-            buf_printf(&fields, "%s a%d;\n", ctype(r->acc_type), ri);
-            snprintf(fld, sizeof fld, "a%d", ri);
-            shfl_field(r->acc_type, fld, &shfl);
-            if (red_is_arg(r)) {
-                buf_printf(&fields, "int64_t x%d;\n", ri);
-                snprintf(fld, sizeof fld, "x%d", ri);
-                shfl_field(T_I64, fld, &shfl);
-            }
-            Buf id = {0};
-            if (r->kind == R_CUSTOM) {
-                uint8_t *need = mark(k, &r->ident, 1);
-                CuAccess m = {CU_SLICE};
-                EmitAccess ac = cu_access(c, o, &m);
-                /* an identity may read n (reduce(x, f32(n), ...)): the init
-                 * function has no n_red of its own */
-                for (int i = 0; i < k->nnodes && !ident_n; i++)
-                    if (need[i] && k->nodes[i].op == IR_N) {
-                        buf_puts(&ident, "const int64_t n_red = p.nreduced;\n");
-                        ident_n = true;
-                    }
-                /* two identities may share nodes: each is declared once */
-                if (!ident_done)
-                    ident_done = nnkc_scratch((size_t)k->nnodes + 1);
-                uint8_t *fresh = nnkc_scratch((size_t)k->nnodes + 1);
-                for (int i = 0; i < k->nnodes; i++) {
-                    fresh[i] = need[i] && !ident_done[i];
-                    ident_done[i] |= need[i];
-                }
-                emit_levels(&ac, fresh, L_CONST, L_UNIFORM, &ident);
-                emit_ref(&ac, r->ident, &id);
-            } else {
-                emit_red_identity(r, &id);
-            }
-            buf_printf(&init, "s->a%d = %s;\n", ri, id.data);
+            shfl_field(r->acc_type, arena_printf(c->arena, "a%d", ri), &shfl);
             if (red_is_arg(r))
-                buf_printf(&init, "s->x%d = -1;\n", ri);
-            buf_free(&id);
-            /* the element's value, converted to the accumulator type */
-            CuAccess m = {CU_SLICE};
-            EmitAccess ac = cu_access(c, o, &m);
-            Buf v = {0}, vc = {0};
-            emit_ref(&ac, r->arg, &v);
-            emit_convert((Type)k->nodes[r->arg].type, r->acc_type, v.data, &vc);
-            snprintf(a, sizeof a, "s->a%d", ri);
-            snprintf(x, sizeof x, "s->x%d", ri);
-            if (r->width > 1) {
-                /* a tuple state steps and merges at its first reducer, all values at once */
-                if (ri == r->head)
-                    emit_red_tuple_state(k, &ac, ri, name, &step, &merge);
-            } else {
-                emit_red_step(r, comb, a, vc.data, x, "i", &step);
-            }
-            buf_free(&v);
-            buf_free(&vc);
-            snprintf(sa, sizeof sa, "a->a%d", ri);
-            snprintf(sb, sizeof sb, "b->a%d", ri);
-            snprintf(xa, sizeof xa, "a->x%d", ri);
-            snprintf(xb, sizeof xb, "b->x%d", ri);
-            if (r->width == 1)
-                emit_red_merge(r, comb, sa, sb, xa, xb, &merge);
-            snprintf(fa, sizeof fa, "s->a%d", ri);
-            snprintf(fx, sizeof fx, "s->x%d", ri);
-            buf_printf(&final, "f->r%d = ", ri);
-            emit_red_final(r, fa, fx, "n_red", &final);
-            buf_puts(&final, ";\n");
+                shfl_field(T_I64, arena_printf(c->arena, "x%d", ri), &shfl);
         }
-        uint8_t *need = mark(k, roots, nroots);
-        CuAccess m = {CU_SLICE};
-        EmitAccess ac = cu_access(c, o, &m);
-        Buf pro = {0}, body = {0}, ptrs = {0}, rs = {0};
-        emit_levels(&ac, need, L_CONST, L_ROW, &pro);
-        emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
         pointers(o, need, false, &ptrs);
         emit_read_scalars(o, "p.", NULL, &rs);
         tset(P, "read_scalars", emit_str(c, &rs));
-        tset(P, "state_fields", fields.data ? emit_str(c, &fields) : "char unused_;");
-        tset(P, "ident_code", emit_str(c, &ident));
-        tset(P, "init_code", init.data ? emit_str(c, &init) : "(void)s;");
-        tset(P, "merge_code", merge.data ? emit_str(c, &merge) : "(void)a;\n(void)b;");
-        tset(P, "final_code", final.data ? emit_str(c, &final) : "(void)f;\n(void)s;");
-        tset(P, "step_code", emit_str(c, &step));
         tset(P, "shfl_code", shfl.data ? emit_str(c, &shfl) : "o = *s;");
-        tset(P, "prologue_code", emit_str(c, &pro));
-        tset(P, "elem_body", emit_str(c, &body));
         tset(P, "ptrs", emit_str(c, &ptrs));
-        buf_free(&fields);
-        buf_free(&init);
-        buf_free(&merge);
-        buf_free(&final);
-        buf_free(&step);
-        buf_free(&shfl);
     }
     tlist(d, "phases");
 
