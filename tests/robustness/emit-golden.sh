@@ -9,7 +9,7 @@
 #   diff -r /tmp/before /tmp/after                   # empty, or the diff you mean
 #
 # Per input F (its path with / as __): F.c (nnkc -S --target=c), F.cu
-# (--target=cuda), F.h (--emit-header), F.fat.c (the C of nnkc -c --no-cuda)
+# (--target=cuda), F.cl (--target=opencl), F.h (--emit-header), F.fat.c (the C of nnkc -c --no-cuda)
 # and F.fatcu.c (the C of nnkc -c with CUDA, the fatbin being a fixed
 # stand-in, so no nvcc is needed); F.MODE.err holds the exit status and the
 # diagnostics (invalid inputs give only those).  The C of a fat object is
@@ -61,6 +61,7 @@ for f in $files; do
     }
     run c "$b.c" -S --target=c -o "$b.c"
     run cu "$b.cu" -S --target=cuda -o "$b.cu"
+    run cl "$b.cl" -S --target=opencl -o "$b.cl"
     run h "$b.h" --emit-header -o "$b.h"
     NNK_CC=$tmp/cc NNK_GOLDEN_C=$b.fat.c run fat "$b.fat.c" -c --no-cuda -o "$tmp/o"
     NNK_CC=$tmp/cc NNK_NVCC=$tmp/nvcc NNK_GOLDEN_C=$b.fatcu.c run fatcu "$b.fatcu.c" -c -o "$tmp/o"
