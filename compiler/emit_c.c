@@ -272,23 +272,27 @@ static const char *strip_restrict(const EmitOperands *g, const char *params)
     return emit_str(g->c, &plain);
 }
 
-static void elementwise(const EmitOperands *g, TDict *d)
+/* An item of a list of operands the loops address through pointers
+ * (row_ops, bcast_ops, segs, crows, epi_ops): k, its storage type st, cst ("const " for an
+ * input). */
+static void seg_item(const EmitOperands *g, TDict *e, int op)
+{
+    tsetf(e, "k", "%d", op);
+    tset(e, "st", stype(g->storage[op]));
+    tset(e, "cst", g->output[op] ? "" : "const ");
+}
+
+/* The elementwise loops' bodies: contiguous, strided, and the fast and
+ * exact forms of a block with ranged helpers. */
+static void ew_bodies(const EmitOperands *g, TDict *d, const Need *nd)
 {
     const IrKernel *k = g->k;
-    int32_t roots[MAXOPS];
-    for (int i = 0; i < k->nouts; i++)
-        roots[i] = k->outs[i].node;
-    Need nd = need_of(g, roots, k->nouts);
-    bool used[MAXOPS];
-    for (int op = 0; op < g->nops; op++)
-        used[op] = g->output[op] || nd.loads[op];
-
     Mode mc = M_EW_CONTIG, ms = M_EW_STRIDED;
     EmitAccess ac = access_for(g, &mc), as = access_for(g, &ms);
     Buf uni = {0}, cb = {0}, sb = {0}, elem = {0}, rb = {0}, rdecl = {0}, rstore = {0};
-    emit_levels(&ac, nd.in, L_CONST, L_ROW, &uni);
-    emit_levels(&ac, nd.in, L_ELEM, L_ELEM, &elem);
-    emit_levels(&as, nd.in, L_ELEM, L_ELEM, &sb);
+    emit_levels(&ac, nd->in, L_CONST, L_ROW, &uni);
+    emit_levels(&ac, nd->in, L_ELEM, L_ELEM, &elem);
+    emit_levels(&as, nd->in, L_ELEM, L_ELEM, &sb);
     buf_puts(&cb, elem.data ? elem.data : "");
     buf_puts(&rb, elem.data ? elem.data : "");
     for (int i = 0; i < k->nouts; i++) {
@@ -327,11 +331,16 @@ static void elementwise(const EmitOperands *g, TDict *d)
         buf_free(&rstore);
     }
     buf_free(&elem);
+}
 
+/* The loops' parameter and argument lists (idx, the scalars and operands
+ * they use) and the operands of the row loop (row_ops, bcast_ops). */
+static void ew_lists(const EmitOperands *g, TDict *d, const Need *nd, const bool *used)
+{
     /* parameter and argument lists: idx, used scalars, used operands */
-    Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, ptrs = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0},
-        bset = {0}, bargs = {0}, bchunk = {0}, zla = {0};
-    if (nd.plan) { /* raw parameters and index(d) read the plan itself */
+    Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0}, bargs = {0},
+        zla = {0};
+    if (nd->plan) { /* raw parameters and index(d) read the plan itself */
         buf_puts(&cp, ", const nnk_plan *p");
         buf_puts(&spp, ", const nnk_plan *p");
         buf_puts(&zero, ", p");
@@ -340,7 +349,7 @@ static void elementwise(const EmitOperands *g, TDict *d)
         buf_puts(&rsa, ", p");
         buf_puts(&bargs, ", p");
     }
-    if (nd.idx) {
+    if (nd->idx) {
         buf_puts(&cp, ", int64_t idx0");
         buf_puts(&spp, ", int64_t idx0, int64_t idxs");
         buf_puts(&apiargs, ", 0");
@@ -353,7 +362,7 @@ static void elementwise(const EmitOperands *g, TDict *d)
         buf_printf(&btest, "p->strides[%d][last] == 1", g->nops);
     }
     for (int s = 0; s < g->nscalars; s++) {
-        if (!nd.scalars[s])
+        if (!nd->scalars[s])
             continue;
         buf_printf(&cp, ", %s s%d", ctype(g->scalar_type[s]), s);
         buf_printf(&spp, ", %s s%d", ctype(g->scalar_type[s]), s);
@@ -366,7 +375,7 @@ static void elementwise(const EmitOperands *g, TDict *d)
         buf_printf(&bargs, ", s%d", s);
     }
     Buf rs = {0};
-    emit_read_scalars(g, "p->", nd.scalars, &rs);
+    emit_read_scalars(g, "p->", nd->scalars, &rs);
     tset(d, "run_scalars", emit_str(g->c, &rs));
     bool has_bcast = false;
     for (int op = 0; op < g->nops; op++) {
@@ -380,7 +389,7 @@ static void elementwise(const EmitOperands *g, TDict *d)
         buf_printf(&apiargs, ", %s", c_param(g, g->name[op]));
         buf_printf(&zero, ", (%s%s *)p->data[%d]", cst, st, op);
         buf_printf(&zla, ", (%s%s *)p->data[%d], 0", cst, st, op);
-        buf_printf(&ptrs, "%s%s *q%d = (%s%s *)p->data[%d] + it.off[%d];\n", cst, st, op, cst, st, op, op);
+        seg_item(g, tpush(d, "row_ops"), op);
         buf_printf(&rca, ", q%d", op);
         buf_printf(&rsa, ", q%d, p->strides[%d][last]", op, op);
         buf_printf(&ctest, "%sp->strides[%d][last] == 1", ctest.len ? " && " : "", op);
@@ -388,33 +397,40 @@ static void elementwise(const EmitOperands *g, TDict *d)
             buf_printf(&btest, "%sp->strides[%d][last] == 1", btest.len ? " && " : "", op);
             buf_printf(&bargs, ", q%d + o", op);
         } else {
-            buf_printf(&bchunk, "const %s *a%d = r%d + o * z%d;\n", st, op, op, op);
-            buf_printf(&bchunk, "if (alias_ && z%d != 0) {\n    memcpy(b%d, a%d, (size_t)m * sizeof(%s));\n    a%d = b%d;\n}\n",
-                       op, op, op, st, op, op);
+            seg_item(g, tpush(d, "bcast_ops"), op);
             has_bcast = true;
             buf_printf(&btest, "%s(uint64_t)p->strides[%d][last] <= 1", btest.len ? " && " : "", op);
-            buf_printf(&bset, "%s b%d[NNK_BCAST];\n", st, op);
-            buf_printf(&bset, "const int64_t z%d = p->strides[%d][last];\n", op, op);
-            buf_printf(&bset, "const %s *r%d = q%d;\n", st, op, op);
-            buf_printf(&bset, "if (z%d == 0) {\n", op);
-            buf_printf(&bset, "    for (int64_t o = 0; o < len && o < NNK_BCAST; o++)\n");
-            buf_printf(&bset, "        b%d[o] = *q%d;\n", op, op);
-            buf_printf(&bset, "    r%d = b%d;\n}\n", op, op);
             buf_printf(&bargs, ", a%d", op);
         }
     }
+    tset(d, "strided_params", emit_str(g->c, &spp));
+    tset(d, "api_args", emit_str(g->c, &apiargs));
+    tset(d, "zero_args", emit_str(g->c, &zero));
+    tset(d, "zero_strided_args", emit_str(g->c, &zla));
+    tlist(d, "row_ops");
+    tset(d, "row_contig_args", emit_str(g->c, &rca));
+    tset(d, "row_strided_args", emit_str(g->c, &rsa));
+    tset(d, "contig_test", emit_str(g->c, &ctest));
+    tset(d, "bcast_test", emit_str(g->c, &btest));
+    tlist(d, "bcast_ops");
+    tset(d, "bcast_args", emit_str(g->c, &bargs));
+    tbool(d, "has_bcast", has_bcast);
+    tset(d, "contig_params", emit_str(g->c, &cp));
+}
+
+/* The contiguous entry point: its unused parameters, its in-place path
+ * through NAME_strided, and whether outputs may meet inputs. */
+static void ew_entry(const EmitOperands *g, TDict *d, const Need *nd, const bool *used)
+{
     /* the contiguous entry point names every parameter; mark the unused */
     Buf unused = {0};
     for (int i = 0, t = 0, sc = 0; i < g->in->nparams; i++) {
         const InstParam *ip = &g->in->params[i];
-        bool u = ip->tensor ? nd.loads[t++] : nd.scalars[sc++];
+        bool u = ip->tensor ? nd->loads[t++] : nd->scalars[sc++];
         if (!u)
             buf_printf(&unused, "(void)%s;\n", c_param(g, ip->name));
     }
     tset(d, "api_unused", emit_str(g->c, &unused));
-    tset(d, "contig_params", emit_str(g->c, &cp));
-    tset(d, "bcast_chunk", emit_str(g->c, &bchunk));
-    tset(d, "op_sizes", op_sizes(g, used));
     {
         /* the contiguous entry point in place: one-dimensional views of
          * every tensor for NAME_strided, in declaration order */
@@ -456,24 +472,27 @@ static void elementwise(const EmitOperands *g, TDict *d)
         tset(d, "api_overlap", ap.len ? emit_str(g->c, &ap) : "0");
         /* an inout parameter is its own output: never the restrict loops;
          * index(d) reads the plan: through NAME_strided too */
-        bool inout = nd.plan;
+        bool inout = nd->plan;
         for (int i = 0; i < g->in->nouts; i++)
             inout |= g->in->outs[i].inout;
         tbool(d, "api_inout", inout);
     }
-    tset(d, "strided_params", emit_str(g->c, &spp));
-    tset(d, "api_args", emit_str(g->c, &apiargs));
-    tset(d, "zero_args", emit_str(g->c, &zero));
-    tset(d, "zero_strided_args", emit_str(g->c, &zla));
-    tset(d, "row_ptrs", emit_str(g->c, &ptrs));
-    tset(d, "row_contig_args", emit_str(g->c, &rca));
-    tset(d, "row_strided_args", emit_str(g->c, &rsa));
-    tset(d, "contig_test", emit_str(g->c, &ctest));
-    tbool(d, "has_bcast", has_bcast);
-    tset(d, "bcast_test", emit_str(g->c, &btest));
-    tset(d, "bcast_setup", emit_str(g->c, &bset));
-    tset(d, "bcast_args", emit_str(g->c, &bargs));
-    need_free(&nd);
+}
+
+static void elementwise(const EmitOperands *g, TDict *d)
+{
+    const IrKernel *k = g->k;
+    int32_t roots[MAXOPS];
+    for (int i = 0; i < k->nouts; i++)
+        roots[i] = k->outs[i].node;
+    Need nd = need_of(g, roots, k->nouts);
+    bool used[MAXOPS];
+    for (int op = 0; op < g->nops; op++)
+        used[op] = g->output[op] || nd.loads[op];
+    ew_bodies(g, d, &nd);
+    ew_lists(g, d, &nd, used);
+    ew_entry(g, d, &nd, used);
+    tset(d, "op_sizes", op_sizes(g, used));
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -769,16 +788,6 @@ static void reducer_item(const EmitOperands *g, TDict *R, int ri)
     Buf f = {0};
     emit_red_final(r, lane_name(g, "a%d_[0]", ri), lane_name(g, "x%d_[0]", ri), "n_red", &f);
     tset(R, "finish", emit_str(g->c, &f));
-}
-
-/* An item of a list of operands the loops address through pointers
- * (segs, crows, epi_ops): k, its storage type st, cst ("const " for an
- * input). */
-static void seg_item(const EmitOperands *g, TDict *e, int op)
-{
-    tsetf(e, "k", "%d", op);
-    tset(e, "st", stype(g->storage[op]));
-    tset(e, "cst", g->output[op] ? "" : "const ");
 }
 
 /* What the functions of one phase share: its reducers' arguments (roots)
