@@ -59,6 +59,32 @@ static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, B
     }
 }
 
+/* What the marked nodes read: scalar parameters (into used, o->nscalars
+ * flags), and whether n (IR_N) or idx (IR_IDX). */
+static void reads_of(const EmitOperands *o, const uint8_t *need, uint8_t *used, bool *n, bool *idx)
+{
+    for (int i = 0; i < o->k->nnodes; i++) {
+        const IrNode *x = &o->k->nodes[i];
+        if (!need[i])
+            continue;
+        if (x->op == IR_SCALAR)
+            used[x->aux] = 1;
+        *n |= x->op == IR_N;
+        *idx |= x->op == IR_IDX;
+    }
+}
+
+/* "const float s0 = p.scalars[0].f32;" for the scalars the nodes read. */
+static const char *scalars_of(Compiler *c, const EmitOperands *o, const uint8_t *need, bool *n, bool *idx)
+{
+    uint8_t *used = nnkc_scratch((size_t)o->nscalars + 1);
+    bool n_ = false, idx_ = false;
+    reads_of(o, need, used, n ? n : &n_, idx ? idx : &idx_);
+    Buf rs = {0};
+    emit_read_scalars(o, "p.", used, &rs);
+    return emit_str(c, &rs);
+}
+
 /* ---- elementwise --------------------------------------------------------------- */
 
 /* Bytes of one vector access: vec elements of the operand. */
@@ -97,6 +123,9 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
     emit_levels(&af, need, L_ELEM, L_ELEM, &fb);
     emit_levels(&ao, need, L_ELEM, L_ELEM, &ob);
     pointers(o, need, true, &ptrs);
+    bool uses_idx = false;
+    tset(d, "read_scalars", scalars_of(c, o, need, NULL, &uses_idx));
+    tbool(d, "uses_idx", uses_idx);
     for (int op = 0; op < o->nops; op++) {
         int bytes = vec * type_info[o->storage[op]].bits / 8;
         if (o->output[op]) {
@@ -169,7 +198,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         tsetf(P, "phase", "%d", ph);
         uint8_t *need = emit_red_phase(o, &cac, "p.", ph, P);
         /* the state through warp shuffles */
-        Buf shfl = {0}, ptrs = {0}, rs = {0};
+        Buf shfl = {0}, ptrs = {0};
         for (int ri = 0; ri < k->nreds; ri++) {
             const IrReducer *r = &k->reds[ri];
             if (r->phase != ph)
@@ -179,8 +208,23 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
                 shfl_field(T_I64, arena_printf(c->arena, "x%d", ri), &shfl);
         }
         pointers(o, need, false, &ptrs);
-        emit_read_scalars(o, "p.", NULL, &rs);
-        tset(P, "read_scalars", emit_str(c, &rs));
+        /* what init (the identities), acc (the arguments) and final read */
+        uint8_t *ineed = nnkc_scratch((size_t)k->nnodes + 1);
+        bool acc_n = false, acc_i = false, final_n = false;
+        for (int ri = 0; ri < k->nreds; ri++) {
+            const IrReducer *r = &k->reds[ri];
+            if (r->phase != ph)
+                continue;
+            if (r->kind == R_CUSTOM)
+                ir_mark(k, &r->ident, 1, L_CONST, ineed);
+            acc_i |= red_is_arg(r) && r->width == 1;
+            final_n |= r->kind == R_MEAN;
+        }
+        tset(P, "init_scalars", scalars_of(c, o, ineed, NULL, NULL));
+        tset(P, "read_scalars", scalars_of(c, o, need, &acc_n, NULL));
+        tbool(P, "acc_n", acc_n);
+        tbool(P, "acc_i", acc_i);
+        tbool(P, "final_n", final_n);
         tset(P, "shfl_code", shfl.data ? emit_str(c, &shfl) : "o = *s;");
         tset(P, "ptrs", emit_str(c, &ptrs));
     }
@@ -196,7 +240,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     uint8_t *need = mark(k, roots, k->nouts);
     CuAccess m = {CU_SLICE};
     EmitAccess ac = cu_access(c, o, &m);
-    Buf pro = {0}, body = {0}, ptrs = {0}, stores = {0}, rs = {0};
+    Buf pro = {0}, body = {0}, ptrs = {0}, stores = {0};
     emit_levels(&ac, need, L_CONST, L_ROW, &pro);
     emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
     pointers(o, need, true, &ptrs);
@@ -213,8 +257,9 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         buf_free(&v);
         buf_free(&st);
     }
-    emit_read_scalars(o, "p.", NULL, &rs);
-    tset(d, "read_scalars", emit_str(c, &rs));
+    bool epi_n = false;
+    tset(d, "read_scalars", scalars_of(c, o, need, &epi_n, NULL));
+    tbool(d, "epi_n", epi_n);
     tset(d, "epi_prologue", emit_str(c, &pro));
     tset(d, "epi_body", emit_str(c, &body));
     tset(d, "scalar_stores", emit_str(c, &stores));
@@ -236,9 +281,6 @@ void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, 
         emit_operands_init(&o, c, in);
         TDict *e = tpush(d, "instances");
         emit_instance_keys(&o, opt, e);
-        Buf rs = {0};
-        emit_read_scalars(&o, "p.", NULL, &rs);
-        tset(e, "read_scalars", emit_str(c, &rs));
         if (in->reduction)
             reduction(c, &o, e);
         else
