@@ -395,10 +395,41 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     }
 }
 
+/* "/\* file.nnk:LINE: let u = ... *\/": the source line of range r, for the
+ * reader of the generated code (the file's base name, so the text does
+ * not depend on the directory nnkc ran in; user text goes through
+ * emit_comment_text). */
+static void emit_source_comment(const Range *r, const char *indent, Buf *out)
+{
+    Compiler *c = nnkc_current();
+    const SourceFile *sf = c ? source_get(c, r->file) : NULL;
+    if (!sf || !sf->text || r->off > sf->len)
+        return;
+    const char *b = sf->text + r->off, *e = b;
+    while (b > sf->text && b[-1] != '\n')
+        b--;
+    while (e < sf->text + sf->len && *e != '\n' && *e != '\r')
+        e++;
+    while (b < e && (*b == ' ' || *b == '\t'))
+        b++;
+    size_t len = (size_t)(e - b);
+    bool cut = len > 100;
+    char line[104];
+    memcpy(line, b, cut ? 100 : len);
+    line[cut ? 100 : len] = 0;
+    if (strlen(line) < (cut ? 100 : len)) /* a NUL byte in the line */
+        cut = true;
+    const char *base = strrchr(sf->path, '/');
+    buf_printf(out, "%s/* %s:%d: %s%s */\n", indent, emit_comment_text(c, base ? base + 1 : sf->path), r->line,
+               emit_comment_text(c, line), cut ? " ..." : "");
+}
+
 /* Declares every node marked in `need` and not yet in `done`, in order, as
- * "const T tN = expr;" lines (constants are printed where used). */
+ * "const T tN = expr;" lines (constants are printed where used), each
+ * source line they come from named once in a comment before them. */
 void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const char *indent, Buf *out)
 {
+    int32_t file = -1, line = -1;
     for (int i = 0; i < ac->k->nnodes; i++) {
         if (!need[i] || (done && done[i]))
             continue;
@@ -407,6 +438,11 @@ void emit_nodes(const EmitAccess *ac, const uint8_t *need, uint8_t *done, const 
             done[i] = 1;
         if (n->op == IR_CONST)
             continue;
+        const Range *r = ac->k->ranges ? &ac->k->ranges[i] : NULL;
+        if (r && r->line > 0 && (r->line != line || r->file != file)) {
+            emit_source_comment(r, indent, out);
+            file = r->file, line = r->line;
+        }
         buf_printf(out, "%sconst %s t%d = ", indent, ctype((Type)n->type), i);
         emit_expr(ac, i, out);
         buf_puts(out, ";\n");
@@ -897,12 +933,13 @@ bool emit_loads(const IrKernel *k, const uint8_t *need, int op)
 /* ---- text from users ----------------------------------------------------------- */
 
 /* Everything a user names (kernels, parameters) is an identifier by the
- * lexer's rule and passes sema's reserved-name table (names.def); the one
+ * lexer's rule and passes sema's reserved-name table (names.def); the
  * other text a user controls that reaches generated code is the source's
  * file name (nnkc's argument, a JIT module's name=), shown in the files'
- * first comment.  It goes through here and nowhere else: printable ASCII
- * is kept, except that "*" "/" and "/" "*" are split so that the comment
- * can neither end nor nest (-Wcomment); every other byte (newlines,
+ * first comment, and the source lines of the per-statement comments.
+ * They go through here and nowhere else: printable ASCII is kept, except
+ * that "*" "/" and "/" "*" are split so that the comment can neither end
+ * nor nest (-Wcomment); every other byte (newlines,
  * control characters, non-ASCII) is written as \xNN. */
 const char *emit_comment_text(Compiler *c, const char *s)
 {

@@ -577,6 +577,24 @@ static void test_emit_float_literals(void)
     buf_free(&b);
 }
 
+/* Text from users in comments of generated code (emit_comment_text, the
+ * source lines of the per-statement comments among them): no sequence
+ * that ends or nests a C comment, nothing but printable ASCII. */
+static void test_emit_comment_text(void)
+{
+    Compiler *c = nnkc_new();
+    static const char *const bad[] = {"a*/b", "a/*b", "*?" "?/ int x; /*", "?" "?" "?" "?" "?" "?/", "x\n*/", "\\", "?""?="};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *t = emit_comment_text(c, bad[i]);
+        CU_ASSERT_PTR_NULL(strstr(t, "*/"));
+        CU_ASSERT_PTR_NULL(strstr(t, "/*"));
+        for (const char *p = t; *p; p++)
+            CU_ASSERT(*p >= 0x20 && *p <= 0x7e);
+    }
+    CU_ASSERT_STRING_EQUAL(emit_comment_text(c, "let u = x? y : z;"), "let u = x? y : z;");
+    nnkc_free(c);
+}
+
 static const CunitTest tests_lexer[] = {
     {"tokens", test_lexer_tokens},
     {"values and ranges", test_lexer_values_and_ranges},
@@ -600,6 +618,7 @@ static const CunitTest tests_types[] = {
     {"builtins", test_fold_builtins},
     {"f16 round trip", test_f16_roundtrip},
     {"float literals", test_emit_float_literals},
+    {"comment text", test_emit_comment_text},
     {NULL},
 };
 
