@@ -13,7 +13,7 @@
  * descheduled for milliseconds before it runs (a busy process on its
  * core); the caller then takes every task itself and returns, as a
  * work-stealing pool does, and waits only for tasks a worker has claimed
- * and is running.  A claim is a compare-and-swap on one word holding the
+ * and is running (spinning a little first: see run_batch).  A claim is a compare-and-swap on one word holding the
  * job's number (high 32 bits) and the next task (low 32), so a worker that
  * wakes late, still holding an old job's function, claims nothing from
  * the next job.  Jobs of more than 2^32 - 1 tasks run as several.
@@ -21,9 +21,13 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
+/* how long a caller with nothing left to claim spins before it sleeps */
+#define SPIN_MIN_NS 20000
+#define SPIN_MAX_NS 500000
 
 static struct {
     pthread_mutex_t lock;
@@ -43,17 +47,35 @@ static struct {
 
 void (*rt_pool_test_stall)(void);
 
-/* Claims and runs tasks of job `gen` until none is left; a worker that
- * finishes the job's last task wakes the caller. */
-static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, bool caller)
+static int64_t now_ns(void)
 {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Claims and runs tasks of job `gen` until none is left; a worker that
+ * finishes the job's last task wakes the caller.  Returns the tasks it ran. */
+static int64_t claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, bool caller)
+{
+    int64_t ran = 0;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
-            return;
+            return ran;
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
         fn(arg, base + (int64_t)(c & 0xffffffffu));
+        ran++;
         if (atomic_fetch_sub(&pool.remaining, 1) == 1 && !caller) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
@@ -151,9 +173,23 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     atomic_store(&pool.claim, (uint64_t)gen << 32);
     pthread_mutex_unlock(&pool.lock);
     pthread_cond_broadcast(&pool.work); /* a worker not yet waiting sees the new generation itself */
-    claim_and_run(gen, fn, arg, base, ntasks, true);
+    int64_t t0 = now_ns();
+    int64_t mine = claim_and_run(gen, fn, arg, base, ntasks, true);
+    /* Only tasks a worker claimed are left, and it is running them: they
+     * end within a task's time unless it was descheduled.  Sleeping hands
+     * the caller's core away, and on a loaded machine getting it back
+     * takes milliseconds, so the caller spins for a few of its own task
+     * times first (at least SPIN_MIN_NS, at most SPIN_MAX_NS). */
+    if (atomic_load(&pool.remaining) > 0) {
+        int64_t t1 = now_ns(), per = mine > 0 ? (t1 - t0) / mine : SPIN_MIN_NS;
+        int64_t until = t1 + (4 * per < SPIN_MIN_NS ? SPIN_MIN_NS : 4 * per > SPIN_MAX_NS ? SPIN_MAX_NS : 4 * per);
+        for (int i = 0; atomic_load(&pool.remaining) > 0; i++) {
+            if ((i & 63) == 63 && now_ns() > until)
+                break;
+            cpu_relax();
+        }
+    }
     pthread_mutex_lock(&pool.lock);
-    /* only tasks a worker claimed are left: it is running them */
     while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     pool.busy = false;
