@@ -5,7 +5,8 @@
 #
 #  1. makes the peers' virtualenv when it is missing (BENCH_VENV, default
 #     BUILDDIR/bench/perf-venv; about 3 GB): /usr/bin/python3 -m venv, then
-#     from PyPI numpy, numexpr, numba, jax, jaxlib and torch (PyPI's Linux
+#     from PyPI numpy, numexpr, numba, jax, jaxlib, pytest (tests/python/run.sh
+#     runs the torch interop tests with it) and torch (PyPI's Linux
 #     torch is the CUDA build: installed with --no-deps, plus its pure-Python
 #     dependencies and the nvidia-* packages `import torch` needs; it runs
 #     on the CPU without a GPU).  BENCH_NO_INSTALL=1 skips this: the peers
@@ -35,7 +36,7 @@ if [ ! -x "$py" ] && [ "${BENCH_NO_INSTALL:-0}" != 1 ]; then
     /usr/bin/python3 -m venv "$venv"
     pip="$venv/bin/python -m pip install -q"
     $pip --upgrade pip
-    $pip numpy numexpr numba jax jaxlib
+    $pip numpy numexpr numba jax jaxlib pytest
     $pip --no-deps "torch==${BENCH_TORCH:-2.15.0}" || $pip --no-deps 'torch<3'
     $pip filelock typing-extensions sympy networkx jinja2 fsspec 'setuptools>=77'
     # the CUDA libraries the wheel loads at import (it runs on the CPU)

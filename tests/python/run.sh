@@ -5,6 +5,13 @@
 # did not build the package or the interpreter lacks pytest or numpy;
 # pytest's "no tests collected" (5) is a failure.
 #
+# When that interpreter has no torch, the DLPack interop with torch
+# (python/tests/test_torch.py) runs again with NNK_TORCH_PYTHON: by default
+# the virtualenv of make bench-perf (BENCH_VENV, else
+# BUILDDIR/bench/perf-venv) when it has torch, pytest and numpy and is the
+# same Python version as the one the package is built for (its ABI).  It
+# adds about 10 s (torch's import).  NNK_TORCH_PYTHON=none turns it off.
+#
 # Under AddressSanitizer (configure --enable-sanitizers) the interpreter is
 # not instrumented, so libasan must be the first library loaded: the script
 # preloads the compiler's libasan and turns off leak detection (CPython
@@ -47,5 +54,22 @@ rc=$?
 if [ $rc = 5 ]; then
     echo "FAIL: pytest collected no tests" >&2
     exit 1
+fi
+if [ $rc = 0 ] && ! "$PY" -c 'import torch' 2>/dev/null; then
+    venv=${BENCH_VENV:-$top_builddir/bench/perf-venv}
+    TPY=${NNK_TORCH_PYTHON:-$venv/bin/python}
+    ver='import sys; print(sys.version_info[:2])'
+    if [ "$TPY" = none ] || [ ! -x "$TPY" ]; then
+        echo "run.sh: no python with torch (NNK_TORCH_PYTHON, or make bench-perf's virtualenv): torch interop untested" >&2
+    elif ! "$TPY" -c 'import torch, pytest, numpy' 2>/dev/null; then
+        echo "run.sh: $TPY lacks torch, pytest or numpy: torch interop untested" >&2
+    elif [ "$("$TPY" -c "$ver")" != "$("$PY" -c "$ver")" ]; then
+        echo "run.sh: $TPY is another Python version than $PY: torch interop untested" >&2
+    else
+        echo "run.sh: the torch interop with $TPY" >&2
+        "$TPY" -m pytest -q -rs -p no:cacheprovider "$top_srcdir/python/tests/test_torch.py"
+        rc=$?
+        [ $rc = 5 ] && { echo "FAIL: pytest collected no torch tests" >&2; rc=1; }
+    fi
 fi
 exit $rc
