@@ -263,6 +263,37 @@ static void emit_binary(const EmitAccess *ac, const IrNode *n, Buf *out)
     buf_free(&b);
 }
 
+/* A raw parameter's index, load or shape, or index(d): they read the plan
+ * (c/prelude.tmpl); an index out of range sets the plan's range error and
+ * reads no memory. */
+static void emit_raw(const EmitAccess *ac, const IrNode *n, Buf *out)
+{
+    const char *p = ac->plan ? ac->plan : "p";
+    Buf a = {0};
+    if (n->a >= 0)
+        emit_ref(ac, n->a, &a);
+    if (n->op == IR_RAWIX && n->sub == RAW_FLAT)
+        buf_printf(out, "nnk_raw_flat_(%s, %d, %s)", p, n->aux, a.data);
+    else if (n->op == IR_RAWIX)
+        buf_printf(out, "nnk_raw_at_(%s, %d, %d, %d, %s)", p, n->aux, n->sub, (int)n->value.v.i, a.data);
+    else if (n->op == IR_RAWSHAPE)
+        buf_printf(out, "nnk_raw_shape_(%s, %d, %d)", p, n->aux, n->sub);
+    else if (n->op == IR_DIMIDX)
+        buf_printf(out, "nnk_index_(%s, %d, %s)", p, n->sub, ac->idx);
+    else {
+        Type st = ac->k->raw_storage[n->aux], t = (Type)n->type;
+        Buf acc = {0};
+        buf_printf(&acc, "((const %s *)%s->raw[%d].data)[%s]", stype(st), p, n->aux, a.data);
+        buf_printf(out, "(%s->raw[%d].size ? ", p, n->aux);
+        emit_load(st, t, acc.data, out);
+        buf_puts(out, " : ");
+        emit_literal(value_cast(value_int(T_I64, 0), t), t, out);
+        buf_puts(out, ")");
+        buf_free(&acc);
+    }
+    buf_free(&a);
+}
+
 /* The expression of one node (not its declaration). */
 void emit_expr(const EmitAccess *ac, int id, Buf *out)
 {
@@ -293,35 +324,9 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
     case IR_IDX:
         buf_puts(out, ac->idx);
         break;
-    case IR_RAWIX: case IR_RAWLD: case IR_RAWSHAPE: case IR_DIMIDX: {
-        /* raw parameters and index(d) read the plan (c/prelude.tmpl): an
-         * index out of range sets the plan's range error and reads no memory */
-        const char *p = ac->plan ? ac->plan : "p";
-        Buf a = {0};
-        if (n->a >= 0)
-            emit_ref(ac, n->a, &a);
-        if (n->op == IR_RAWIX && n->sub == RAW_FLAT)
-            buf_printf(out, "nnk_raw_flat_(%s, %d, %s)", p, n->aux, a.data);
-        else if (n->op == IR_RAWIX)
-            buf_printf(out, "nnk_raw_at_(%s, %d, %d, %d, %s)", p, n->aux, n->sub, (int)n->value.v.i, a.data);
-        else if (n->op == IR_RAWSHAPE)
-            buf_printf(out, "nnk_raw_shape_(%s, %d, %d)", p, n->aux, n->sub);
-        else if (n->op == IR_DIMIDX)
-            buf_printf(out, "nnk_index_(%s, %d, %s)", p, n->sub, ac->idx);
-        else {
-            Type st = ac->k->raw_storage[n->aux], t = (Type)n->type;
-            Buf acc = {0};
-            buf_printf(&acc, "((const %s *)%s->raw[%d].data)[%s]", stype(st), p, n->aux, a.data);
-            buf_printf(out, "(%s->raw[%d].size ? ", p, n->aux);
-            emit_load(st, t, acc.data, out);
-            buf_puts(out, " : ");
-            emit_literal(value_cast(value_int(T_I64, 0), t), t, out);
-            buf_puts(out, ")");
-            buf_free(&acc);
-        }
-        buf_free(&a);
+    case IR_RAWIX: case IR_RAWLD: case IR_RAWSHAPE: case IR_DIMIDX:
+        emit_raw(ac, n, out);
         break;
-    }
     case IR_N:
         buf_puts(out, ac->n);
         break;
