@@ -78,6 +78,34 @@ static Need need_of(const EmitOperands *g, const int32_t *roots, int nroots)
     return nd;
 }
 
+/* need_of, not looking below the nodes in `cut` (values the code takes
+ * from elsewhere: the column order's cx->tN), which are not in it either. */
+static Need need_cut(const EmitOperands *g, const int32_t *roots, int nroots, const uint8_t *cut)
+{
+    const IrKernel *k = g->k;
+    Need nd;
+    memset(&nd, 0, sizeof nd);
+    nd.in = nnkc_scratch((size_t)k->nnodes + 1);
+    for (int i = 0; i < nroots; i++)
+        if (roots[i] >= 0)
+            nd.in[roots[i]] = 1;
+    for (int i = k->nnodes - 1; i >= 0; i--) {
+        const IrNode *n = &k->nodes[i];
+        if (!nd.in[i] || n->op == IR_RED)
+            continue;
+        if (cut[i]) {
+            nd.in[i] = 0;
+            continue;
+        }
+        int32_t ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++)
+            if (ops[j] >= 0)
+                nd.in[ops[j]] = 1;
+    }
+    need_scan(k, &nd, -1);
+    return nd;
+}
+
 /* Scratch is in the compilation's arena (nnkc_scratch): nothing to free,
  * and nothing leaks when an error bails out of the emitter. */
 static void need_free(Need *nd)
@@ -974,12 +1002,16 @@ static void phase_col(const EmitOperands *g, TDict *P, Phase *f, uint8_t *col_ro
         col_prep(g, br, nb, bnd, &crows);
     else
         buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
-    emit_read_scalars(g, "p->", nd->scalars, &cpro);
-    if (nd->n)
+    /* the leaf's own scalars, n and uniform values: not those only the
+     * row-level values it reads from cx need (unused variables) */
+    Need leaf = need_cut(g, f->roots, f->nroots, bnd);
+    emit_read_scalars(g, "p->", leaf.scalars, &cpro);
+    if (leaf.n)
         buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
     Mode m = M_COL;
     EmitAccess ac = access_for(g, &m);
-    emit_levels(&ac, nd->in, L_CONST, L_UNIFORM, &cpro);
+    emit_levels(&ac, leaf.in, L_CONST, L_UNIFORM, &cpro);
+    need_free(&leaf);
     col_boundary_loads(g, bnd, &choist, &cload);
     if (!choist.len)
         buf_puts(&cpro, "(void)cx;\n");
