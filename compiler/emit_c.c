@@ -78,9 +78,11 @@ static Need need_of(const EmitOperands *g, const int32_t *roots, int nroots)
     return nd;
 }
 
-/* need_of, not looking below the nodes in `cut` (values the code takes
- * from elsewhere: the column order's cx->tN), which are not in it either. */
-static Need need_cut(const EmitOperands *g, const int32_t *roots, int nroots, const uint8_t *cut)
+/* need_of, not looking below node `stop` (its value comes from elsewhere;
+ * it counts only as a per-element value, whatever it is) nor below the
+ * nodes in `cut` (values the code takes from elsewhere: the column order's
+ * cx->tN), which are not in it either.  stop -1, cut NULL: none. */
+static Need need_cut(const EmitOperands *g, const int32_t *roots, int nroots, const uint8_t *cut, int stop)
 {
     const IrKernel *k = g->k;
     Need nd;
@@ -91,9 +93,9 @@ static Need need_cut(const EmitOperands *g, const int32_t *roots, int nroots, co
             nd.in[roots[i]] = 1;
     for (int i = k->nnodes - 1; i >= 0; i--) {
         const IrNode *n = &k->nodes[i];
-        if (!nd.in[i] || n->op == IR_RED)
+        if (!nd.in[i] || i == stop || n->op == IR_RED)
             continue;
-        if (cut[i]) {
+        if (cut && cut[i]) {
             nd.in[i] = 0;
             continue;
         }
@@ -102,7 +104,7 @@ static Need need_cut(const EmitOperands *g, const int32_t *roots, int nroots, co
             if (ops[j] >= 0)
                 nd.in[ops[j]] = 1;
     }
-    need_scan(k, &nd, -1);
+    need_scan(k, &nd, stop);
     return nd;
 }
 
@@ -684,29 +686,6 @@ typedef struct Cache {
     int op;   /* the output operand */
 } Cache;
 
-/* need_of, not looking below node `stop` (its value comes from elsewhere). */
-static Need need_stop(const EmitOperands *g, const int32_t *roots, int nroots, int stop)
-{
-    const IrKernel *k = g->k;
-    Need nd;
-    memset(&nd, 0, sizeof nd);
-    nd.in = nnkc_scratch((size_t)k->nnodes + 1);
-    for (int i = 0; i < nroots; i++)
-        if (roots[i] >= 0)
-            nd.in[roots[i]] = 1;
-    for (int i = k->nnodes - 1; i >= 0; i--) {
-        const IrNode *n = &k->nodes[i];
-        if (!nd.in[i] || i == stop || n->op == IR_RED)
-            continue;
-        int32_t ops[3] = {n->a, n->b, n->c};
-        for (int j = 0; j < 3; j++)
-            if (ops[j] >= 0)
-                nd.in[ops[j]] = 1;
-    }
-    need_scan(k, &nd, stop);
-    return nd;
-}
-
 static Cache find_cache(const EmitOperands *g)
 {
     const IrKernel *k = g->k;
@@ -736,7 +715,7 @@ static Cache find_cache(const EmitOperands *g)
             const IrOutput *out = &k->outs[o];
             if (!out->tensor || out->type != t || out->storage != t)
                 continue;
-            Need sub = need_stop(g, troots, nt, i);
+            Need sub = need_cut(g, troots, nt, NULL, i);
             bool reads = false;
             for (int op = 0; op < k->nloads; op++)
                 reads |= sub.loads[op] != 0;
@@ -1004,7 +983,7 @@ static void phase_col(const EmitOperands *g, TDict *P, Phase *f, uint8_t *col_ro
         buf_puts(&crows, "(void)p;\n(void)cx;\n(void)T;\n");
     /* the leaf's own scalars, n and uniform values: not those only the
      * row-level values it reads from cx need (unused variables) */
-    Need leaf = need_cut(g, f->roots, f->nroots, bnd);
+    Need leaf = need_cut(g, f->roots, f->nroots, bnd, -1);
     emit_read_scalars(g, "p->", leaf.scalars, &cpro);
     if (leaf.n)
         buf_puts(&cpro, "const int64_t n_red = p->nreduced;\n");
@@ -1362,8 +1341,8 @@ static void reduction(const EmitOperands *g, TDict *d)
             E.troots[E.nt++] = k->outs[i].node;
         E.has_tensor |= k->outs[i].tensor;
     }
-    E.nd = need_stop(g, E.roots, E.nr, cache.node);
-    E.tnd = need_stop(g, E.troots, E.nt, cache.node);
+    E.nd = need_cut(g, E.roots, E.nr, NULL, cache.node);
+    E.tnd = need_cut(g, E.troots, E.nt, NULL, cache.node);
     E.bu = boundary(g, &E.tnd, E.troots, E.nt, L_UNIFORM);
     E.br = boundary(g, &E.tnd, E.troots, E.nt, L_ROW);
     epilogue_row(g, d, &E);
