@@ -568,6 +568,77 @@ static int32_t online_softmax_sum(Lower *L, int32_t arg, Type res)
     return ir_select(L, t, nan, ir_binary(L, BIN_SUB, t, m, m), s);
 }
 
+/* ---- one pass instead of two: Welford's variance ------------------------------------
+ * mean(D) or sum(D) with D = (A - m)^2 (written (A - m) * (A - m) or
+ * pow(A - m, 2), either sign) and m = mean(A) needs m before its pass; a
+ * tuple state (mu, q, c) of Welford's running mean, sum of squared
+ * deviations and count, merged by Chan, Golub and LeVeque's formula
+ * (mu = ma + (mb - ma) * cb/c, q = qa + qb + (mb - ma)^2 * ca * cb/c),
+ * gives q = sum(D) in the pass that computes m.  The mean reducer stays as
+ * it is, fused into that pass, so m and everything that reads it keep their
+ * value and bits; only D's reducer is replaced.  The count is an f64, so that
+ * it never stops growing (an f32 count sticks at 2^24), and so are the mean
+ * and the squares, whatever the element type: a running mean in f32 is off
+ * by the rounding of each update, which the squares carry times the
+ * condition number |mean| / sd (1e-4 relative on rows of 1e4 + U(-1, 1),
+ * where two f32 passes are exact to 1e-7).  Where m is not finite the two-pass form
+ * computes x - m with it: NaN where an element is infinite or NaN (the state's
+ * running mean is not finite then), +inf where only the sum overflowed; the
+ * result is that value itself.  At -O3 only, as the online softmax (the pass
+ * saved is a read of the data, the state costs a division per element:
+ * bench/perf/online.py). */
+static int32_t welford_var(Lower *L, int32_t arg, Type res, ReducerKind kind)
+{
+    IrKernel *k = L->k;
+    const IrNode *e = N(L, arg);
+    Type t = (Type)e->type;
+    if (L->c->opt.opt_level < 3 || (kind != R_MEAN && kind != R_SUM) || !type_is_float(t) || res != t)
+        return -1;
+    int32_t s;
+    if (e->op == IR_BINARY && e->sub == BIN_MUL && e->a == e->b)
+        s = e->a;
+    else if (e->op == IR_CALL && e->sub == B_POW && const_is(L, e->b, 2))
+        s = e->a;
+    else
+        return -1;
+    const IrNode *d = N(L, s);
+    if (d->op != IR_BINARY || d->sub != BIN_SUB || d->type != t)
+        return -1;
+    int32_t mred = N(L, d->b)->op == IR_RED ? d->b : d->a, a = mred == d->b ? d->a : d->b;
+    if (N(L, mred)->op != IR_RED)
+        return -1;
+    const IrReducer *mr = &k->reds[N(L, mred)->aux];
+    if (mr->kind != R_MEAN || mr->width != 1 || mr->arg != a || mr->res_type != t)
+        return -1;
+    const Type acc = T_F64;
+    /* the combine, side a then side b of each value: (mu, q, c) */
+    int32_t ma = lparam(L, acc, 0), mb = lparam(L, acc, 1), qa = lparam(L, acc, 2), qb = lparam(L, acc, 3);
+    int32_t ca = lparam(L, acc, 4), cb = lparam(L, acc, 5);
+    int32_t zero = ir_const(L, value_float(acc, 0));
+    int32_t c = ir_binary(L, BIN_ADD, acc, ca, cb);
+    /* two empty partials (lanes past a short row's end) stay empty */
+    int32_t w = ir_select(L, acc, ir_binary(L, BIN_GT, T_BOOL, c, zero), ir_binary(L, BIN_DIV, acc, cb, c), zero);
+    int32_t dl = ir_binary(L, BIN_SUB, acc, mb, ma);
+    int32_t mcomb = ir_binary(L, BIN_ADD, acc, ma, ir_binary(L, BIN_MUL, acc, dl, w));
+    int32_t qcomb = ir_binary(L, BIN_ADD, acc, ir_binary(L, BIN_ADD, acc, qa, qb),
+                              ir_binary(L, BIN_MUL, acc, ir_binary(L, BIN_MUL, acc, dl, dl),
+                                        ir_binary(L, BIN_MUL, acc, ca, w)));
+    int32_t nodes[9] = {a, zero, mcomb, zero, zero, qcomb, ir_const(L, value_float(acc, 1)), zero, c};
+    Type types[3] = {acc, acc, acc};
+    int32_t mu = ir_tuple_reducer(L, nodes, types, 3, 0), q = ir_tuple_reducer(L, nodes, types, 3, 1);
+    IrNode nn = blank(IR_N, T_I64);
+    nn.level = L_UNIFORM;
+    int32_t n = intern_node(L, nn);
+    int32_t v = kind == R_MEAN ? ir_binary(L, BIN_DIV, acc, q, ir_convert(L, n, acc, false)) : q;
+    v = ir_convert(L, v, t, false);
+    /* m not finite (and the slice not empty): what x - m gives two passes */
+    int32_t ok = ir_binary(L, BIN_LOR, T_BOOL, ir_call(L, B_ISFINITE, T_BOOL, &mred, 1),
+                           ir_binary(L, BIN_EQ, T_BOOL, n, ir_const(L, value_int(T_I64, 0))));
+    int32_t special = ir_select(L, t, ir_call(L, B_ISFINITE, T_BOOL, &mu, 1), ir_const(L, value_float(t, INFINITY)),
+                                ir_binary(L, BIN_SUB, t, mred, mred));
+    return ir_select(L, t, ok, v, special);
+}
+
 /* ---- the typed tree ------------------------------------------------------------ */
 
 static int32_t lower(Lower *L, const Expr *e);
@@ -701,11 +772,11 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
             return ir_tuple_reducer(L, nodes, types, width, e->index);
         }
         int32_t arg = lower(L, e->a);
-        if (e->op == R_SUM) {
-            int32_t fused = online_softmax_sum(L, arg, t);
-            if (fused >= 0)
-                return fused;
-        }
+        int32_t fused = e->op == R_SUM ? online_softmax_sum(L, arg, t) : -1;
+        if (fused < 0)
+            fused = welford_var(L, arg, t, (ReducerKind)e->op);
+        if (fused >= 0)
+            return fused;
         int32_t ident = e->b ? lower(L, e->b) : -1;
         int32_t comb = e->c ? lower(L, e->c) : -1;
         return ir_reducer(L, (ReducerKind)e->op, t, type_concrete((Type)e->optype), arg, ident, comb);

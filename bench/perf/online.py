@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""bench/perf/online.py: the one-pass softmax rewrite (docs/language.md,
-"Tuple state") against the same kernels in two passes, through the runtime
+"""bench/perf/online.py: the one-pass softmax and Welford rewrites
+(docs/language.md, "Tuple state") against the same kernels in two passes, through the runtime
 (nnk.compile: the JIT, the thread pool), on rows that do not fit in the
 cache: ROWS x 2^LOG2 f32 (default 64 x 2^20, 256 MiB in).
 
     PYTHONPATH=BUILDDIR/python/stage /usr/bin/python3 bench/perf/online.py [--rows 64] [--log2 20] [--reps 7]
 
-The rewrite is made at -O3 (docs/language.md says why not at -O2); the
-two-pass kernels write the sum as sum(exp(-(m - x))), the same values,
-which it does not match; both at -O3 (the same C flags).  Before each run the caches are evicted (a 96 MiB write).
+The rewrites are made at -O3 (docs/language.md says why not at -O2); the
+two-pass kernels write the sum as sum(exp(-(m - x))) and the squares as
+abs(x - mu) * abs(x - mu), the same values, which they do not match; both at -O3 (the same C flags).  Before each run the caches are evicted (a 96 MiB write).
 Prints the median time of each and the ratio; numpy's two-pass softmax as a
 reference.  No timing is asserted anywhere.
 """
@@ -30,10 +30,22 @@ reduction logsumexp(x: f32[]) -> (r: f32) {
     let m = max(x);
     r = m + log(sum(exp(x - m)));
 }
+reduction variance(x: f32[]) -> (m: f32, v: f32) {
+    let mu = mean(x);
+    m = mu;
+    v = mean((x - mu) * (x - mu));
+}
+reduction layernorm(x: f32[], gamma: f32[], beta: f32[], eps: f32 = 1e-5) -> (y: f32[]) {
+    let mu = mean(x);
+    let v = mean((x - mu) * (x - mu));
+    y = (x - mu) * rsqrt(v + eps) * gamma + beta;
+}
 """
-# the same values in two passes: -(m - x) is x - m, bit for bit, but not the
-# pattern the rewrite looks for (the C compiled with the same flags)
-SRC2 = SRC.replace("exp(x - m));", "exp(-(m - x)));")
+# the same values in two passes: -(m - x) is x - m and |d| * |d| is d * d,
+# bit for bit, but not the patterns the rewrites look for (the C compiled
+# with the same flags)
+SRC2 = SRC.replace("exp(x - m));", "exp(-(m - x)));").replace(
+    "mean((x - mu) * (x - mu))", "mean(abs(x - mu) * abs(x - mu))")
 
 
 def main():
@@ -57,16 +69,21 @@ def main():
         return statistics.median(ts[1:])
     print("# %d rows of 2^%d f32 (%d MiB), median of %d runs" % (a.rows, a.log2, x.nbytes >> 20, a.reps))
     res = {}
-    for k, out in (("softmax", y), ("logsumexp", r)):
+    r2 = np.empty(a.rows, np.float32)
+    g = np.ones(1 << a.log2, np.float32)
+    b = np.zeros(1 << a.log2, np.float32)
+    cases = (("softmax", (x,), y), ("logsumexp", (x,), r), ("variance", (x,), (r, r2)), ("layernorm", (x, g, b), y))
+    for k, args, out in cases:
         for opt in (0, 2):
             f = getattr(mods[opt], k)
-            res[k, opt] = timed(lambda: f(x, axis=1, out=out))
+            res[k, opt] = timed(lambda: f(*args, axis=1, out=out))
         print("%-10s two passes %8.2f ms   one pass %8.2f ms   two / one %.2f"
               % (k, res[k, 0] * 1e3, res[k, 2] * 1e3, res[k, 0] / res[k, 2]))
     def np_softmax():
         e = np.exp(x - x.max(axis=1, keepdims=True))
         e /= e.sum(axis=1, keepdims=True)
     print("%-10s numpy %8.2f ms" % ("softmax", timed(np_softmax) * 1e3))
+    print("%-10s numpy %8.2f ms" % ("variance", timed(lambda: x.var(axis=1)) * 1e3))
 
 
 if __name__ == "__main__":
