@@ -30,7 +30,10 @@ static void cu_operand(const EmitAccess *ac, int op, Buf *out)
 
 static EmitAccess cu_access(Compiler *c, const EmitOperands *o, const CuAccess *m)
 {
-    EmitAccess ac = {.k = o->k, .operand = cu_operand, .n = "n_red", .red_fmt = "f->r%d", .user = m};
+    /* raw views and index(d): the kernel's nnk_cuda_rargs, whose head is p
+     * (cuda/prelude.tmpl) */
+    EmitAccess ac = {.k = o->k, .operand = cu_operand, .n = "n_red", .red_fmt = "f->r%d", .plan = "NNK_RP(p)",
+                     .user = m};
     switch (m->mode) {
     case CU_VEC: case CU_FLAT: ac.idx = "idx"; break;
     case CU_OFF: ac.idx = "idx"; break;
@@ -70,7 +73,7 @@ static void reads_of(const EmitOperands *o, const uint8_t *need, uint8_t *used, 
         if (x->op == IR_SCALAR)
             used[x->aux] = 1;
         *n |= x->op == IR_N;
-        *idx |= x->op == IR_IDX;
+        *idx |= x->op == IR_IDX || x->op == IR_DIMIDX;
     }
 }
 
@@ -269,11 +272,10 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    if (!emit_plan_reads_supported(c, instances, "CUDA"))
-        return;
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};
+    bool uses_raw = false;
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);
@@ -281,12 +283,20 @@ void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, 
         emit_operands_init(&o, c, in);
         TDict *e = tpush(d, "instances");
         emit_instance_keys(&o, opt, e);
+        /* raw parameters and index(d): the kernels take nnk_cuda_rargs
+         * (nnk/abi.h), every kernel of the instance the same */
+        bool raw = ir_reads_plan(in->ir);
+        uses_raw |= raw;
+        tbool(e, "cu_raw", raw);
+        tset(e, "cu_param", raw ? "const nnk_cuda_rargs ra_" : "const nnk_cuda_args a");
+        tset(e, "cu_head", raw ? "const nnk_cuda_args &a = ra_.a;\n    " : "");
         if (in->reduction)
             reduction(c, &o, e);
         else
             elementwise(c, &o, e);
     }
     tlist(d, "instances");
+    tbool(d, "uses_raw", uses_raw);
     tset(d, "instance_list", names.data ? names.data : "(none)");
     buf_free(&names);
     template_render("cuda/file.tmpl", d, out);

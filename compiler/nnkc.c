@@ -464,17 +464,6 @@ static int compile_one(const Args *a, const char *path)
             case MODE_OBJECT: {
                 /* a fat object: the CUDA as an embedded fatbin when nvcc is there */
                 const char *nvcc = a->no_cuda || c->instances.n == 0 ? NULL : fatobj_nvcc();
-                /* raw parameters and index(d) have no CUDA yet: such a file
-                 * is still a fat object, of CPU code only (as without nvcc) */
-                bool cpu_only = false;
-                for (int i = 0; !a->no_cuda && !cpu_only && i < c->instances.n; i++) {
-                    const Instance *in = c->instances.items[i];
-                    if ((cpu_only = ir_reads_plan(in->ir))) {
-                        fprintf(stderr, "nnkc: note: '%s' reads raw parameters or index(d), which the CUDA back end "
-                                        "does not have yet: %s gets CPU code only\n", in->display, path);
-                        nvcc = NULL;
-                    }
-                }
                 unsigned char *fat = NULL;
                 size_t fat_size = 0;
                 if (nvcc) {
@@ -487,7 +476,7 @@ static int compile_one(const Args *a, const char *path)
                         status = 1;
                         break;
                     }
-                } else if (!a->no_cuda && !cpu_only && c->instances.n) {
+                } else if (!a->no_cuda && c->instances.n) {
                     fprintf(stderr, "nnkc: note: no nvcc (set NNK_NVCC or configure --with-cuda): %s gets CPU code "
                                     "only (--no-cuda says so quietly)\n", path);
                 }

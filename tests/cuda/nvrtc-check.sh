@@ -32,16 +32,9 @@ for f in "$top_srcdir"/tests/diagnostics/valid/*.nnk "$top_srcdir"/tests/conform
 	n=$((n + 1))
 	out="$tmp/$n-$(basename "$f" .nnk).cu"
 	if ! "$top_builddir/nnkc" -S --target=cuda -I"$(dirname "$f")" "$f" -o "$out" 2>"$tmp/err"; then
-		# raw parameters and index(d) are refused at the kernel, with an
-		# error (docs/cuda-backend.md); anything else is a failure
-		if grep -q 'error: ' "$tmp/err" && ! grep 'error: ' "$tmp/err" | grep -qv 'which the CUDA back end does not have yet'; then
-			echo "nvrtc-check: ok   $f refused (raw parameters or index(d))"
-			rm -f "$out"
-		else
-			cat "$tmp/err"
-			echo "nvrtc-check: FAIL nnkc -S --target=cuda $f"
-			status=1
-		fi
+		cat "$tmp/err"
+		echo "nvrtc-check: FAIL nnkc -S --target=cuda $f"
+		status=1
 	fi
 done
 # over 256 reducers in a phase: the C back end declares every value

@@ -4,7 +4,10 @@
  * A test builds one shared object from a kernel file's generated C and
  * generated CUDA (compiled against cudaemu.h), this file, emu_plan.c,
  * dispatch.c and cudaemu.cc; nnk_emu_strided() then takes the arguments of
- * NAME_strided, so each case runs through both back ends and is compared. */
+ * NAME_strided, so each case runs through both back ends and is compared.
+ * Instances whose kernels read raw parameters or index(d) (NAME__cu_raw)
+ * take their raw views and a zeroed range error, as on the GPU; an index
+ * out of range returns -4 with the error's fields in the message. */
 #include "cudaemu_launch.h"
 
 #include <dlfcn.h>
@@ -17,6 +20,8 @@ extern "C" {
 #include "nnk/abi.h"
 int nnk_emu_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views, const uint8_t *reduced,
                        int32_t is_reduction, int32_t naxes, const int32_t *axes, char *err, unsigned long errlen);
+int nnk_emu_plan_raw(nnk_plan *p, int32_t nops, const nnk_view *const *views, const int8_t *slot, nnk_range_error *range,
+                     char *err, unsigned long errlen);
 int nnk_emu_strided(const char *name, int reduction, int nin, int nout, const nnk_view *const *views,
                     const uint8_t *reduced, const nnk_scalar *scalars, int nscalars, int naxes, const int32_t *axes,
                     unsigned block, unsigned max_grid, int force, char *err, size_t errlen);
@@ -41,6 +46,7 @@ void *self_handle()
 struct Emu {
     char *err;
     size_t errlen;
+    bool raw;  /* the kernels take nnk_cuda_rargs */
 };
 
 int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
@@ -52,7 +58,9 @@ int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned 
         return -1;
     }
     void *params[1] = {const_cast<nnk_cuda_args *>(a)};
-    int st = cudaemu_launch_kernel(name, (cudaemu_kernel_fn)fn, gx, gy, 1, block, 1, 1, 0, params, sizeof *a);
+    /* (with raw views, a is the head of the dispatch's nnk_cuda_rargs) */
+    int st = cudaemu_launch_kernel(name, (cudaemu_kernel_fn)fn, gx, gy, 1, block, 1, 1, 0, params,
+                                   e->raw ? sizeof(nnk_cuda_rargs) : sizeof *a);
     if (st != CUDAEMU_OK)
         snprintf(e->err, e->errlen, "%s: %s", name, cudaemu_last_error());
     return st;
@@ -68,8 +76,18 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
                                const int32_t *axes, unsigned block, unsigned max_grid, int force, char *err,
                                size_t errlen)
 {
+    char sym[256];
+    snprintf(sym, sizeof sym, "%s__cu_raw", name);
+    const int8_t *raw = static_cast<const int8_t *>(dlsym(self_handle(), sym));
+    uint8_t red[NNK_MAX_TENSORS];
+    for (int k = 0; k < nin + nout && k < NNK_MAX_TENSORS; k++)
+        red[k] = reduced[k] || (raw && raw[k]); /* a raw input is no part of the iteration space */
     nnk_plan p;
-    int rc = nnk_emu_plan_build(&p, nin, nout, views, reduced, reduction, naxes, axes, err, errlen);
+    int rc = nnk_emu_plan_build(&p, nin, nout, views, red, reduction, naxes, axes, err, errlen);
+    nnk_range_error range;
+    memset(&range, 0, sizeof range);
+    if (!rc && raw)
+        rc = nnk_emu_plan_raw(&p, nin + nout, views, raw, &range, err, errlen);
     if (rc)
         return rc;
     for (int s = 0; s < nscalars && s < NNK_MAX_SCALARS; s++)
@@ -77,7 +95,6 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
     nnk_cuda_sizes sizes;
     memset(&sizes, 0, sizeof sizes);
     if (reduction) {
-        char sym[256];
         snprintf(sym, sizeof sym, "%s__cu_sizes", name);
         const int32_t *s = static_cast<const int32_t *>(dlsym(self_handle(), sym));
         if (!s) {
@@ -89,7 +106,7 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
         for (int i = 0; i < s[0] && i < 64; i++)
             sizes.state_size[i] = s[2 + i];
     }
-    Emu e = {err, errlen};
+    Emu e = {err, errlen, raw != nullptr};
     nnk_cuda_launcher L;
     memset(&L, 0, sizeof L);
     L.user = &e;
@@ -100,5 +117,14 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
     L.block = block;
     L.max_grid = max_grid;
     L.force = force;
-    return nnk_cuda_dispatch(name, reduction, &sizes, &p, &L, err, errlen) ? -3 : 0;
+    L.raw = raw != nullptr;
+    L.range = raw ? &range : nullptr; /* the emulated device's memory is the host's */
+    if (nnk_cuda_dispatch(name, reduction, &sizes, &p, &L, err, errlen))
+        return -3;
+    if (range.set) {
+        snprintf(err, errlen, "range error: raw %d dim %d index %lld extent %lld", range.raw, range.dim,
+                 (long long)range.index, (long long)range.extent);
+        return -4;
+    }
+    return 0;
 }

@@ -661,6 +661,14 @@ static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image,
         free(m);
         return S->host->set_error(NNK_EINVAL, "%s: the CUDA code has no kernels named %s__*", S->ext, prefix);
     }
+    {
+        /* kernels that read raw parameters or index(d) say so by this symbol */
+        char name[200];
+        CUdeviceptr p = 0;
+        size_t bytes = 0;
+        fmt(name, sizeof name, "%s__cu_raw", prefix);
+        m->raw = S->cu.cuModuleGetGlobal(&p, &bytes, m->mod, name) == CUDA_SUCCESS;
+    }
     if (reduction) {
         char name[200];
         fmt(name, sizeof name, "%s__cu_sizes", prefix);
@@ -1233,7 +1241,32 @@ static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan
     L.block = S->block;
     L.max_grid = S->max_grid;
     L.force = S->force;
-    int rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &L, err, sizeof err);
+    /* Raw parameters and index(d): the range error lives in device memory,
+     * zeroed before the kernels and copied back after them into the
+     * runtime's (which then reports NNK_ERANGE); the launch waits for its
+     * kernels, as the C back end's does. */
+    int rc = 0;
+    L.raw = m->raw;
+    if (m->raw && plan->range) {
+        L.range = lc_alloc(&lc, sizeof *plan->range);
+        CUresult r = L.range ? S->cu.cuMemsetD8Async((CUdeviceptr)(uintptr_t)L.range, 0, sizeof *plan->range, stream)
+                             : CUDA_SUCCESS;
+        if (!L.range)
+            rc = -1;
+        else if (r != CUDA_SUCCESS)
+            rc = -1, lc.status = NNK_EDEVICE, fmt(err, sizeof err, "%s: cuMemsetD8Async of the range error", S->ext);
+    }
+    if (rc == 0)
+        rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &L, err, sizeof err);
+    if (L.range) {
+        CUresult r = CUDA_SUCCESS;
+        if (rc == 0 && (r = S->cu.cuMemcpyDtoHAsync(plan->range, (CUdeviceptr)(uintptr_t)L.range, sizeof *plan->range,
+                                                    stream)) == CUDA_SUCCESS)
+            r = S->cu.cuStreamSynchronize(stream);
+        if (rc == 0 && r != CUDA_SUCCESS)
+            rc = -1, lc.status = NNK_EDEVICE, fmt(err, sizeof err, "%s: reading the range error back", S->ext);
+        lc_release(&lc, L.range);
+    }
     for (int i = 0; lc.pools && i < lc.nblocks; i++)
         if (lc.ptrs[i]) /* not released (a failed dispatch) */
             S->cuo.cuMemFreeAsync((CUdeviceptr)(uintptr_t)lc.ptrs[i], stream);

@@ -57,6 +57,7 @@ typedef struct cu_module {
     char prefix[128];            /* kernel names are PREFIX__ew_c, ... */
     int reduction;
     int argmax;                  /* an argmax/argmin: an empty slice is an error */
+    int raw;                     /* reads raw parameters or index(d) (NAME__cu_raw): nnk_cuda_rargs */
     nnk_cuda_sizes sizes;
     CUfunction fn[CU_NSUFFIX];
 } cu_module;

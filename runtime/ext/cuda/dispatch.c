@@ -53,6 +53,33 @@ int nnk_cuda_plan_from(nnk_cuda_plan *cp, const nnk_plan *p, int nscalars, char 
     return 0;
 }
 
+int nnk_cuda_rplan_from(nnk_cuda_rplan *rp, const nnk_plan *p, void *range, char *err, size_t errlen)
+{
+    memset(rp, 0, sizeof *rp);
+    if (p->nraw < 0 || p->nraw > NNK_MAX_RAW || p->iter_ndim < 0 || p->iter_ndim > NNK_MAX_DIMS)
+        return fail(err, errlen, "a bad plan of raw parameters");
+    rp->iter_ndim = p->iter_ndim;
+    rp->nraw = p->nraw;
+    for (int d = 0; d < p->iter_ndim; d++) {
+        rp->iter_shape[d] = p->iter_shape[d];
+        rp->iter_inner[d] = p->iter_inner[d];
+    }
+    for (int r = 0; r < p->nraw; r++) {
+        const nnk_raw_view *v = &p->raw[r];
+        if (v->ndim > NNK_CUDA_MAX_DIMS)
+            return fail(err, errlen, "a raw parameter has more dimensions than the CUDA kernels take (8)");
+        rp->raw[r].data = v->data;
+        rp->raw[r].ndim = v->ndim;
+        rp->raw[r].size = v->size;
+        for (int d = 0; d < v->ndim; d++) {
+            rp->raw[r].shape[d] = v->shape[d];
+            rp->raw[r].strides[d] = v->strides[d];
+        }
+    }
+    rp->range = (nnk_range_error *)range;
+    return 0;
+}
+
 static unsigned grid_for(int64_t work, unsigned block, const nnk_cuda_launcher *L)
 {
     int64_t g = (work + block - 1) / block;
@@ -105,9 +132,12 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
 {
     if (err && errlen)
         err[0] = 0;
-    nnk_cuda_args a;
-    memset(&a, 0, sizeof a);
-    if (nnk_cuda_plan_from(&a.p, p, NNK_CUDA_MAX_SCALARS, err, errlen))
+    /* (kernels of other modules read the nnk_cuda_args at its head only) */
+    nnk_cuda_rargs ra;
+    memset(&ra, 0, sizeof ra);
+    if (nnk_cuda_plan_from(&ra.a.p, p, NNK_CUDA_MAX_SCALARS, err, errlen))
+        return -1;
+    if (L->raw && nnk_cuda_rplan_from(&ra.r, p, L->range, err, errlen))
         return -1;
     unsigned block = L->block ? L->block : NNK_CUDA_BLOCK;
     if (block % 32 || block > NNK_CUDA_BLOCK)
@@ -117,8 +147,8 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
     if (!reduction) {
         if (contiguous(p))
             return launch(L, name, p->nkept < ((int64_t)1 << 31) ? "ew_c" : "ew_c64", grid_for(p->nkept, block, L), 1,
-                          block, &a, err, errlen);
-        return launch(L, name, "ew_s", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+                          block, &ra.a, err, errlen);
+        return launch(L, name, "ew_s", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
     }
     int sms = L->num_sms > 0 ? L->num_sms : 16;
     int force = L->force;
@@ -130,9 +160,9 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
             force = 3;
     }
     if (force == 1)
-        return launch(L, name, "rd_block", grid_for(p->nkept * block, block, L), 1, block, &a, err, errlen);
+        return launch(L, name, "rd_block", grid_for(p->nkept * block, block, L), 1, block, &ra.a, err, errlen);
     if (force == 2)
-        return launch(L, name, "rd_thread", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+        return launch(L, name, "rd_thread", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
 
     /* Split: about 8 blocks per SM in all, each thread of a part at least
      * NNK_SPLIT_MIN elements (bytes in flight per thread, and few parts
@@ -149,31 +179,31 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
         parts = 1;
     if (L->max_grid && parts > (int64_t)L->max_grid)
         parts = L->max_grid;
-    a.nparts = (int32_t)parts;
+    ra.a.nparts = (int32_t)parts;
     size_t biggest = 0;
     for (int ph = 0; ph < sizes->nphases; ph++)
         if ((size_t)sizes->state_size[ph] > biggest)
             biggest = (size_t)sizes->state_size[ph];
-    a.scratch = L->alloc(L->user, (size_t)p->nkept * (size_t)parts * (biggest ? biggest : 1));
-    a.finals = L->alloc(L->user, (size_t)p->nkept * (size_t)(sizes->finals_size ? sizes->finals_size : 1));
+    ra.a.scratch = L->alloc(L->user, (size_t)p->nkept * (size_t)parts * (biggest ? biggest : 1));
+    ra.a.finals = L->alloc(L->user, (size_t)p->nkept * (size_t)(sizes->finals_size ? sizes->finals_size : 1));
     int rc = 0;
-    if (!a.scratch || !a.finals) {
+    if (!ra.a.scratch || !ra.a.finals) {
         /* the launcher may have said why */
         rc = err && errlen && err[0] ? -1 : fail(err, errlen, "out of device memory for a split reduction");
     } else {
         for (int ph = 1; ph <= sizes->nphases && rc == 0; ph++) {
-            a.phase = ph;
-            rc = launch(L, name, "rd_part", (unsigned)parts, (unsigned)p->nkept, block, &a, err, errlen);
+            ra.a.phase = ph;
+            rc = launch(L, name, "rd_part", (unsigned)parts, (unsigned)p->nkept, block, &ra.a, err, errlen);
             if (rc == 0)
-                rc = launch(L, name, "rd_fin", grid_for(p->nkept, block, L), 1, block, &a, err, errlen);
+                rc = launch(L, name, "rd_fin", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
         }
         int64_t total = p->nkept * (n > 0 ? n : 1);
         if (rc == 0)
-            rc = launch(L, name, "rd_epi", grid_for(total, block, L), 1, block, &a, err, errlen);
+            rc = launch(L, name, "rd_epi", grid_for(total, block, L), 1, block, &ra.a, err, errlen);
     }
-    if (a.scratch)
-        L->release(L->user, a.scratch);
-    if (a.finals)
-        L->release(L->user, a.finals);
+    if (ra.a.scratch)
+        L->release(L->user, ra.a.scratch);
+    if (ra.a.finals)
+        L->release(L->user, ra.a.finals);
     return rc;
 }

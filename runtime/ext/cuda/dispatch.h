@@ -23,6 +23,11 @@ typedef struct nnk_cuda_launcher {
     unsigned block;   /* threads per block (a multiple of 32, at most NNK_CUDA_BLOCK) */
     unsigned max_grid;/* cap on blocks per launch (grid-stride loops take the rest) */
     int force;        /* reductions: 1 block per output, 2 thread per output, 3 split */
+    /* The kernels read raw parameters or index(d) (NAME__cu_raw): args
+     * then points at the head of an nnk_cuda_rargs, whose range is
+     * `range` (device memory the caller zeroed and reads back, or NULL). */
+    int raw;
+    void *range;
 } nnk_cuda_launcher;
 
 /* The reduction layout of an instance, as the CUDA code computes it
@@ -40,5 +45,9 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
 
 /* Converts a host-side plan to the compact CUDA form; -1 if it does not fit. */
 int nnk_cuda_plan_from(nnk_cuda_plan *cp, const nnk_plan *p, int nscalars, char *err, size_t errlen);
+
+/* The raw views and iteration shape of a plan for kernels that read them;
+ * -1 if a raw view has more dimensions than they take. */
+int nnk_cuda_rplan_from(nnk_cuda_rplan *rp, const nnk_plan *p, void *range, char *err, size_t errlen);
 
 #endif

@@ -217,4 +217,33 @@ typedef struct nnk_cuda_args {
     void *finals;     /* nkept * finals_size bytes */
 } nnk_cuda_args;
 
+/* Kernels that read raw parameters or index(d) (their module has a
+ * NAME__cu_raw) take an nnk_cuda_rargs instead: the arguments above, then
+ * the raw views, the iteration shape and a device-side nnk_range_error
+ * (NULL: none) that the first index out of range sets.  The launch then
+ * copies it back into nnk_plan.range (docs/cuda-backend.md, "Raw
+ * parameters").  Kernels of other modules take nnk_cuda_args alone and pay
+ * nothing for it.  Raw views have at most NNK_CUDA_MAX_DIMS dimensions;
+ * the iteration shape keeps all NNK_MAX_DIMS (index(d) of any d). */
+typedef struct nnk_cuda_raw {
+    const char *data;
+    int32_t ndim, pad;
+    int64_t size;
+    int64_t shape[NNK_CUDA_MAX_DIMS];
+    int64_t strides[NNK_CUDA_MAX_DIMS];
+} nnk_cuda_raw;
+
+typedef struct nnk_cuda_rplan {
+    int32_t iter_ndim, nraw;
+    int64_t iter_shape[NNK_MAX_DIMS];
+    int64_t iter_inner[NNK_MAX_DIMS];
+    nnk_cuda_raw raw[NNK_MAX_RAW];
+    nnk_range_error *range;  /* device memory */
+} nnk_cuda_rplan;
+
+typedef struct nnk_cuda_rargs {
+    nnk_cuda_args a;
+    nnk_cuda_rplan r;
+} nnk_cuda_rargs;
+
 #endif /* NNK_ABI_H */
