@@ -2,7 +2,7 @@
 # emu-conformance.sh [PART...]: the generated CUDA of the conformance
 # kernels on the CUDA emulation layer, through the GPU's dispatch, against
 # the C back end (emu_conformance.py): the numeric suites of
-# tests/conformance (test_half.py, test_elementwise.py, test_reduction.py, test_complex.py)
+# tests/conformance (test_half.py, test_elementwise.py, test_reduction.py, test_complex.py, test_raw.py)
 # with every NAME_strided call also emulated, and emu_extra.py (odd sizes,
 # every dispatch knob).  PARTs are those file names (default: all); make
 # check runs them as three tests (emu-*.sh) so that make -j spreads them.
@@ -32,7 +32,7 @@ fi
 export top_srcdir top_builddir NNKCONF_WORK NNK_EMU_OPT
 status=0
 start=$(date +%s)
-[ $# -gt 0 ] || set -- test_half.py test_elementwise.py test_reduction.py test_complex.py emu_extra.py
+[ $# -gt 0 ] || set -- test_half.py test_elementwise.py test_reduction.py test_complex.py test_raw.py emu_extra.py
 for t in "$@"; do
 	t0=$(date +%s)
 	if [ "$t" = emu_extra.py ]; then
