@@ -891,6 +891,10 @@ void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
         buf_printf(&raw, "%s%d", sep, slot);
         buf_printf(&rawskip, "%s%d", sep, slot > 0);
         buf_printf(&refs, "%s&v%d_", sep, op);
+        /* an inout parameter's output is the parameter's view (NAME_strided
+         * takes it once) */
+        if (op >= o->nin && in->outs[op - o->nin].inout)
+            continue;
         TDict *v = tpush(e, "views");
         tsetf(v, "k", "%d", op);
         tset(v, "arg", c_param(o, o->name[op]));

@@ -1354,7 +1354,9 @@ static void reduction(const EmitOperands *g, TDict *d)
     Buf args = {0};
     for (int i = 0, vi = 0; i < g->in->nparams + g->in->nouts; i++) {
         const InstParam *ip = i < g->in->nparams ? &g->in->params[i] : NULL;
-        if (!ip || ip->tensor)
+        if (!ip && g->in->outs[i - g->in->nparams].inout)
+            vi++; /* the parameter's view stands for it */
+        else if (!ip || ip->tensor)
             buf_printf(&args, ", &v%d_", vi++);
         else
             buf_printf(&args, ", %s", c_param(g, ip->name));

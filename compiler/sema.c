@@ -1325,13 +1325,11 @@ static bool check_param_kind(Compiler *c, Item *k, Param *p, bool output)
     /* (an inout parameter even when misused: no follow-on errors about
      * assigning a parameter or a kernel without outputs) */
     p->inout = true;
-    if (k->kind != I_ELEMENTWISE) {
-        diag_error(c, p->mod_range, "'inout' parameters are for elementwise kernels; '%s' is a reduction", k->name);
-        diag_note_plain(c, "a reduction writes its results to outputs: '-> (%s: T)'", p->name);
-        return false;
-    }
     if (p->ty.present && !p->ty.tensor) {
         diag_error(c, p->ty.range, "an inout parameter is a tensor; write 'inout %s: %s[]'", p->name, p->ty.name);
+        if (k->kind != I_ELEMENTWISE)
+            diag_note_plain(c, "in a reduction it has the full shape, read by the reducers and written by the epilogue; "
+                               "a reduced-shape statistic is an output, updated in place by an elementwise kernel");
         return false;
     }
     return true;

@@ -71,3 +71,46 @@ def test_inout_jiterator():
     assert np.array_equal(y, 2 * np.arange(6))
     fn(y, s=0.5)
     assert np.array_equal(y, np.arange(6))
+
+
+RED = """
+reduction softmax_(inout x: f32[]) {
+    let m = max(x);
+    let s = sum(exp(x - m));
+    x = exp(x - m) / s;
+}
+reduction addnorm(a: f32[], inout x: f32[]) -> (s: f32) {
+    let t = sum(a);
+    s = t;
+    x = (x + a) / t;
+}
+"""
+
+
+def _softmax(x, axis):
+    e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_inout_in_a_reduction():
+    """The reducers read x, the epilogue writes it: rows split across the
+    pool's threads (200000 elements) and the column order (axis 0)."""
+    m = nnk.compile(RED)
+    for shape, axis in (((3, 200000), 1), ((200000, 3), 0), ((7, 9), None)):
+        x0 = np.random.default_rng(3).uniform(-5, 5, shape).astype(np.float32)
+        x = x0.copy()
+        r = m.softmax_(x, axis=axis)
+        assert np.shares_memory(r, x)
+        np.testing.assert_allclose(x, _softmax(x0, axis), rtol=2e-6, atol=1e-9)
+
+
+def test_inout_in_a_reduction_overlap_copied_first():
+    """a is x shifted by one: a is read from a copy taken first."""
+    m = nnk.compile(RED)
+    buf = np.random.default_rng(4).uniform(1, 2, 1001).astype(np.float32)
+    a0, x0 = buf[:-1].copy(), buf[1:].copy()
+    s, _ = m.addnorm(buf[:-1], buf[1:])
+    t = a0.astype(np.float64).sum()
+    np.testing.assert_allclose(s, t, rtol=1e-6)
+    np.testing.assert_allclose(buf[1:], (x0 + a0) / np.float32(s), rtol=1e-6)
+    assert buf[0] == a0[0]

@@ -5,7 +5,9 @@ strides, broadcast inputs) and the contiguous entry point, against numpy.
 Translated upstream cases (our own translations):
   * CuPy test_postmap_inplace: an elementwise kernel whose output is also
     its input (`y = y + x` written in place), float and integer dtypes;
-  * the batchnorm running statistics CuPy and PyTorch update in place.
+  * the batchnorm running statistics CuPy and PyTorch update in place;
+  * PyTorch's in-place softmax_ and an in-place layer norm: inout in a
+    reduction kernel, read by the reducers and written by the epilogue.
 tests/cuda/emu-inout.sh runs the same calls also through the generated CUDA
 on the emulation layer.
 """
@@ -133,6 +135,82 @@ def test_inout_broadcast_refused():
     rc = k.axpy_f32(1, x, y, raw=True)
     C.check(rc != 0, "a broadcast inout parameter was accepted")
     C.equal(y, y0, "y unchanged after the refused call")
+
+
+def _layouts(x):
+    """x's values in several layouts (each a fresh array or view)."""
+    yield "contiguous", x.copy()
+    yield "fortran", np.asfortranarray(x)
+    yield "reversed", np.ascontiguousarray(x[::-1, ::-1])[::-1, ::-1]
+    big = np.zeros(x.shape[:-1] + (x.shape[-1] * 2,), x.dtype)
+    big[..., ::2] = x
+    yield "every other", big[..., ::2]
+
+
+def test_reduction_softmax_in_place():
+    """In a reduction the reducers read x and the epilogue writes it at the
+    same position (torch's softmax_): the array passed holds the result,
+    for every layout and axis, as numpy's softmax of the old values."""
+    k = C.load(K)
+    for t in ("f32", "f64", "f16"):
+        dt = C.NP[t]
+        for shape, axes in (((6, 50), 1), ((6, 50), 0), ((3, 4, 20), (0, 2)), ((2, 40000), 1), ((5, 7), None)):
+            x0 = RNG.uniform(-8, 8, shape).astype(dt)
+            xv = x0.astype(np.float64)
+            ax = axes if axes is not None else tuple(range(len(shape)))
+            e = np.exp(xv - xv.max(axis=ax, keepdims=True))
+            want = (e / e.sum(axis=ax, keepdims=True)).astype(dt)
+            for name, x in _layouts(x0) if x0.ndim == 2 and x0.size < 10000 else [("contiguous", x0.copy())]:
+                got = getattr(k, "softmax__" + t)(x, axes=axes)
+                C.check(np.shares_memory(got, x), "softmax_<%s> %s: the result is not x" % (t, name))
+                C.close(x, want, t, ulp=1 if t == "f16" else 16, atol=1e-7 if t == "f32" else 0,
+                        what="softmax_<%s> %s axes %s %s" % (t, shape, axes, name))
+
+
+def test_reduction_layernorm_in_place():
+    """Reduced-shape outputs next to the inout epilogue output; gamma and
+    beta broadcast; the mean and 1/sd from the values x came in with."""
+    k = C.load(K)
+    for t in ("f32", "f64"):
+        dt = C.NP[t]
+        for shape, axes in (((8, 64), 1), ((64, 8), 0)):
+            x0 = RNG.uniform(-3, 3, shape).astype(dt)
+            g = RNG.uniform(0.5, 2, shape[-1:]).astype(dt)
+            b = RNG.uniform(-1, 1, shape[-1:]).astype(dt)
+            xv = x0.astype(np.float64)
+            m = xv.mean(axis=axes, keepdims=True)
+            r = 1 / np.sqrt(((xv - m) ** 2).mean(axis=axes, keepdims=True) + np.float64(np.float32(1e-5)))
+            for name, x in _layouts(x0):
+                gm, gr, gx = getattr(k, "layernorm__" + t)(x, g, b, axes=axes)
+                C.check(np.shares_memory(gx, x), "layernorm_ %s: the result is not x" % name)
+                what = "layernorm_<%s> %s axes %s %s" % (t, shape, axes, name)
+                C.close(gm, m.squeeze(axis=axes).astype(dt), t, ulp=16, atol=1e-6, what=what + ": mean")
+                C.close(gr, r.squeeze(axis=axes).astype(dt), t, ulp=16, what=what + ": rstd")
+                C.close(x, ((xv - m) * r * g + b).astype(dt), t, ulp=64, atol=1e-6, what=what + ": x")
+
+
+def test_reduction_contiguous_entry():
+    """The contiguous entry point [outer, len, inner] takes one pointer for x."""
+    k = C.load(K)
+    x0 = RNG.uniform(-8, 8, (3, 40, 5)).astype(np.float32)
+    xv = x0.astype(np.float64)
+    e = np.exp(xv - xv.max(axis=1, keepdims=True))
+    got = C.contig_call(k.softmax__f32, (3, 40, 5), x0)
+    C.close(got, (e / e.sum(axis=1, keepdims=True)).astype(np.float32), "f32", ulp=16, atol=1e-7,
+            what="softmax__f32 contiguous")
+
+
+def test_reduction_integer_read_back():
+    """After its assignment a reads back as the assigned value (a - lo)."""
+    k = C.load(K)
+    a = RNG.integers(-20, 20, (5, 30)).astype(np.int32)
+    for axes in (1, 0, None):
+        x = a.copy()
+        above, lo, _ = k.shift_min(x, axes=axes)
+        want_lo = a.min(axis=axes, keepdims=axes is not None)
+        C.equal(x, a - want_lo, "shift_min axes %s: a" % (axes,))
+        C.equal(lo, a.min(axis=axes), "shift_min axes %s: lo" % (axes,))
+        C.equal(above, ((a - want_lo) > 0).sum(axis=axes), "shift_min axes %s: above" % (axes,))
 
 
 if __name__ == "__main__":
