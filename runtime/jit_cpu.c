@@ -434,8 +434,13 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
         pthread_mutex_unlock(&jit.lock);
         return rt_jit_c(source, symbol, opt_level, desc, ref);
     }
+    /* NNK_NO_ENTRY_POINTS: a launch runs the descriptor only, so the
+     * contiguous entry point and NAME_strided (with the plan builder they
+     * inline) are left out of the object; they were half of the C
+     * compiler's time for an elementwise kernel (docs/runtime.md, "The
+     * first call") */
     char flags[512], uid[32];
-    snprintf(flags, sizeof flags, "%s%s%s", nnkc_c_flags(opt_level), jit.host_flags ? " " : "",
+    snprintf(flags, sizeof flags, "%s -DNNK_NO_ENTRY_POINTS%s%s", nnkc_c_flags(opt_level), jit.host_flags ? " " : "",
              jit.host_flags ? jit.host_flags : "");
     snprintf(uid, sizeof uid, "euid %u", (unsigned)geteuid()); /* per-user keys */
     uint8_t digest[32];

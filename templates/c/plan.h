@@ -10,6 +10,17 @@
  * outputs have it with the reduced axes dropped or kept as 1 (keepdims).
  */
 
+/* Not every file calls every function here: the JIT compiles generated
+ * code without the entry points (NNK_NO_ENTRY_POINTS), so nothing builds
+ * a plan there. */
+#if defined(__GNUC__) || defined(__clang__)
+#define NNK_PLAN_UNUSED_ __attribute__((unused))
+#define NNK_NOINLINE_ __attribute__((noinline))
+#else
+#define NNK_PLAN_UNUSED_
+#define NNK_NOINLINE_
+#endif
+
 enum {
     NNK_PLAN_OK = 0,
     NNK_PLAN_EBROADCAST = 1, /* input shapes do not broadcast */
@@ -26,7 +37,7 @@ typedef struct nnk_msg_ {
     unsigned long cap, len;
 } nnk_msg_;
 
-static void nnk_msg_str_(nnk_msg_ *m, const char *s)
+NNK_PLAN_UNUSED_ static void nnk_msg_str_(nnk_msg_ *m, const char *s)
 {
     if (!m->buf)
         return;
@@ -35,7 +46,7 @@ static void nnk_msg_str_(nnk_msg_ *m, const char *s)
     m->buf[m->len] = 0;
 }
 
-static void nnk_msg_int_(nnk_msg_ *m, int64_t v)
+NNK_PLAN_UNUSED_ static void nnk_msg_int_(nnk_msg_ *m, int64_t v)
 {
     char tmp[24];
     int n = 0;
@@ -53,7 +64,7 @@ static void nnk_msg_int_(nnk_msg_ *m, int64_t v)
     nnk_msg_str_(m, out);
 }
 
-static void nnk_msg_shape_(nnk_msg_ *m, int32_t ndim, const int64_t *shape)
+NNK_PLAN_UNUSED_ static void nnk_msg_shape_(nnk_msg_ *m, int32_t ndim, const int64_t *shape)
 {
     nnk_msg_str_(m, "(");
     for (int32_t i = 0; i < ndim; i++) {
@@ -71,7 +82,7 @@ static void nnk_msg_shape_(nnk_msg_ *m, int32_t ndim, const int64_t *shape)
  * axes == NULL reduces every axis (reductions); is_reduction == 0 ignores
  * axes.  Scalars are left to the caller.  On error returns NNK_PLAN_E* and
  * writes a message into err (may be NULL). */
-static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views,
+NNK_PLAN_UNUSED_ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view *const *views,
                           const uint8_t *reduced, int32_t is_reduction, int32_t naxes, const int32_t *axes,
                           char *err, unsigned long errlen)
 {
@@ -334,13 +345,6 @@ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nout, const nnk_view
  * once per call.  size[k] is the element size of operand k in bytes, 0 for
  * one the kernel does not touch (operands 0..nin-1 are the inputs).  Not
  * every file calls every test. */
-#if defined(__GNUC__) || defined(__clang__)
-#define NNK_PLAN_UNUSED_ __attribute__((unused))
-#define NNK_NOINLINE_ __attribute__((noinline))
-#else
-#define NNK_PLAN_UNUSED_
-#define NNK_NOINLINE_
-#endif
 
 /* ---- raw (indexed) parameters (docs/language.md, "Raw parameters") ------------
  * slot[k] is 1 + the raw slot of operand k, 0 for the others (which
