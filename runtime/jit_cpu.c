@@ -181,9 +181,178 @@ static void probe_host_flags(char **argv, int n, rt_str *id, char **flags)
     }
 }
 
-/* `$NNK_CC --version` and its host flags, once per process and compiler.
- * The probe runs without jit.lock (a fork or another thread never waits
- * for a compiler); the result is installed with it. */
+/* ---- the compiler's identity, remembered between processes ------------------------
+ * `cc --version` and the host-flag probe are two compiler processes (two
+ * with gcc's cc1: 20-50 ms on a loaded machine), and a fresh process
+ * whose kernels are all in the disk cache needs nothing else from the
+ * compiler: they were most of its first call.  So their answer is kept in
+ * the disk cache (KEY.ccid: verified like every entry, only the user's)
+ * under a key of everything it depends on, as ccache's default
+ * compiler_check ("mtime") does: the command; for each of its words that
+ * names a file (directly or through PATH), the file's real path, device,
+ * inode, size, mtime and ctime (an upgrade or another `alternatives`
+ * choice changes them); the environment that chooses the probe or the
+ * compiler's parts (NNK_JIT_NATIVE, NNK_JIT_MARCH, GCC_EXEC_PREFIX,
+ * COMPILER_PATH); and the CPU, from cpuid (-march=native depends on it,
+ * and a cache directory may be shared by machines).  Where the CPU cannot
+ * be named so (not x86) or the command's program is not found, nothing is
+ * remembered and every process probes.  docs/runtime.md, "The first call". */
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+/* The leaves -march=native reads (vendor, family/model, feature bits,
+ * brand) and the OS-enabled vector state (XCR0); leaf 1's EBX without its
+ * APIC id, which differs between cores. */
+static bool cpu_identity(rt_sha256 *h)
+{
+    static const unsigned leaves[][2] = {{0, 0},          {1, 0},          {7, 0},          {7, 1},
+                                         {0xd, 1},        {0x24, 0},       {0x80000000, 0}, {0x80000001, 0},
+                                         {0x80000002, 0}, {0x80000003, 0}, {0x80000004, 0}, {0x80000008, 0}};
+    unsigned max = __get_cpuid_max(0, NULL), ext = __get_cpuid_max(0x80000000, NULL);
+    if (max == 0)
+        return false;
+    unsigned ecx1 = 0;
+    for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++) {
+        unsigned l = leaves[i][0], r[5] = {l, 0, 0, 0, 0};
+        if (l < 0x80000000 ? l <= max : l <= ext)
+            __cpuid_count(l, leaves[i][1], r[1], r[2], r[3], r[4]);
+        if (l == 1) {
+            r[2] &= 0x00ffffffu;
+            ecx1 = r[3];
+        }
+        rt_sha256_update(h, r, sizeof r);
+    }
+    uint32_t xcr0[2] = {0, 0};
+    if (ecx1 & (1u << 27)) /* OSXSAVE */
+        __asm__ volatile("xgetbv" : "=a"(xcr0[0]), "=d"(xcr0[1]) : "c"(0));
+    rt_sha256_update(h, xcr0, sizeof xcr0);
+    return true;
+}
+#else
+static bool cpu_identity(rt_sha256 *h)
+{
+    (void)h;
+    return false;
+}
+#endif
+
+/* Hashes the file `word` names (a path, or a program found on PATH): its
+ * real path and stat.  False when it names none. */
+static bool hash_file(rt_sha256 *h, const char *word)
+{
+    char path[4096], real[4096];
+    struct stat st;
+    bool found = false;
+    if (strchr(word, '/')) {
+        found = strlen(word) < sizeof path && stat(word, &st) == 0 && S_ISREG(st.st_mode);
+        if (found)
+            memcpy(path, word, strlen(word) + 1);
+    } else {
+        const char *dirs = getenv("PATH");
+        for (const char *d = dirs ? dirs : ""; !found && d;) {
+            const char *end = strchr(d, ':');
+            size_t dl = end ? (size_t)(end - d) : strlen(d);
+            int n = snprintf(path, sizeof path, "%.*s%s%s", (int)dl, d, dl ? "/" : "", word);
+            found = n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+                    access(path, X_OK) == 0;
+            d = end ? end + 1 : NULL;
+        }
+    }
+    if (!found || !realpath(path, real))
+        return false;
+    const int64_t f[] = {(int64_t)st.st_dev,           (int64_t)st.st_ino,         (int64_t)st.st_size,
+                         (int64_t)st.st_mtim.tv_sec,   (int64_t)st.st_mtim.tv_nsec, (int64_t)st.st_ctim.tv_sec,
+                         (int64_t)st.st_ctim.tv_nsec, (int64_t)st.st_mode};
+    rt_sha256_update(h, real, strlen(real) + 1);
+    rt_sha256_update(h, f, sizeof f);
+    return true;
+}
+
+/* The key of cc's remembered identity into key; false: not to be remembered. */
+static bool identity_key(const char *cc, char key[65])
+{
+    rt_sha256 h;
+    rt_sha256_init(&h);
+    char uid[32];
+    snprintf(uid, sizeof uid, "euid %u", (unsigned)geteuid());
+    static const char tag[] = "nnk-cc-identity 1";
+    const char *env[] = {"NNK_JIT_NATIVE", "NNK_JIT_MARCH", "GCC_EXEC_PREFIX", "COMPILER_PATH"};
+    const char *parts[] = {tag, uid, cc};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        rt_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+    for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+        const char *v = getenv(env[i]);
+        rt_sha256_update(&h, v ? "=" : "-", 1);
+        if (v)
+            rt_sha256_update(&h, v, strlen(v) + 1);
+    }
+    if (!cpu_identity(&h))
+        return false;
+    char *copy, *argv[64];
+    int n = split_words(cc, &copy, argv, 64);
+    bool ok = n > 0 && hash_file(&h, argv[0]);
+    for (int i = 1; ok && i < n; i++)
+        if (argv[i][0] != '-')
+            rt_sha256_update(&h, hash_file(&h, argv[i]) ? "f" : "w", 1); /* "ccache gcc": gcc's file too */
+    free(copy);
+    if (!ok)
+        return false;
+    uint8_t digest[32];
+    rt_sha256_final(&h, digest);
+    rt_sha256_hex(digest, key);
+    return true;
+}
+
+/* A remembered identity: "FLAGS\0IDENTITY" (FLAGS empty: none).  The
+ * entry is the user's own and verified (cache.c); its flags must still be
+ * one of host_candidates, else it is not used. */
+static bool recall_identity(const char *key, char **id, char **flags)
+{
+    void *data;
+    size_t len;
+    if (rt_cache_load(key, ".ccid", &data, &len) != NNK_OK)
+        return false;
+    const char *b = data, *nul = memchr(b, 0, len);
+    const char *march = jit_march();
+    bool ok = nul && len - (size_t)(nul - b) >= 2 && !memchr(nul + 1, 0, len - (size_t)(nul - b) - 2) &&
+              b[len - 1] == 0;
+    if (ok && nul != b) {
+        ok = false;
+        for (size_t c = 0; march && c < sizeof host_candidates / sizeof host_candidates[0]; c++) {
+            char cand[128];
+            snprintf(cand, sizeof cand, host_candidates[c], march);
+            ok = ok || strcmp(cand, b) == 0;
+        }
+    }
+    *id = ok ? rt_strdup(nul + 1) : NULL;
+    *flags = ok && nul != b ? rt_strdup(b) : NULL;
+    free(data);
+    if (ok && (!*id || (nul != b && !*flags))) {
+        free(*id);
+        free(*flags);
+        return false;
+    }
+    return ok;
+}
+
+static void remember_identity(const char *key, const char *id, const char *flags)
+{
+    size_t fl = flags ? strlen(flags) : 0, il = strlen(id);
+    char *b = malloc(fl + il + 2);
+    if (!b)
+        return;
+    memcpy(b, flags ? flags : "", fl + 1);
+    memcpy(b + fl + 1, id, il + 1);
+    (void)rt_cache_store(key, ".ccid", b, fl + il + 2); /* not stored: the next process probes */
+    free(b);
+}
+
+/* `$NNK_CC --version` and its host flags, once per process and compiler
+ * (remembered between processes, above).  The probe runs without jit.lock
+ * (a fork or another thread never waits for a compiler); the result is
+ * installed with it. */
+static nnk_status install_identity(const char *cc, char *id, char *flags);
+
 static nnk_status compiler_identity(const char *cc)
 {
     pthread_mutex_lock(&jit.lock);
@@ -191,6 +360,10 @@ static nnk_status compiler_identity(const char *cc)
     pthread_mutex_unlock(&jit.lock);
     if (known)
         return NNK_OK;
+    char ikey[65], *id = NULL, *flags = NULL;
+    const bool keyed = identity_key(cc, ikey);
+    if (keyed && recall_identity(ikey, &id, &flags))
+        return install_identity(cc, id, flags);
     char *copy, *argv[80]; /* the compiler's words, then at most 16 of the probe's */
     int n = split_words(cc, &copy, argv, 62);
     if (n <= 0) {
@@ -200,7 +373,6 @@ static nnk_status compiler_identity(const char *cc)
     argv[n] = (char *)"--version";
     argv[n + 1] = NULL;
     rt_str out = {0};
-    char *flags = NULL;
     int st = run(argv, &out);
     if (st == 0)
         probe_host_flags(argv, n, &out, &flags);
@@ -213,10 +385,26 @@ static nnk_status compiler_identity(const char *cc)
         free(flags);
         return s;
     }
-    char *id = out.s ? out.s : rt_strdup(""), *ccd = rt_strdup(cc);
-    if (!id || !ccd || out.oom) {
+    id = out.s ? out.s : rt_strdup("");
+    if (!id || out.oom) {
         free(id);
-        free(ccd);
+        free(flags);
+        return NNK_ENOMEM;
+    }
+    /* without host flags only when none were asked for: a probe that
+     * failed (killed, timed out) is tried again by the next process */
+    const char *native = getenv("NNK_JIT_NATIVE");
+    if (keyed && (flags || (native && strcmp(native, "0") == 0) || !jit_march()))
+        remember_identity(ikey, id, flags);
+    return install_identity(cc, id, flags);
+}
+
+/* Installs cc's identity and host flags (taking both). */
+static nnk_status install_identity(const char *cc, char *id, char *flags)
+{
+    char *ccd = rt_strdup(cc);
+    if (!ccd) {
+        free(id);
         free(flags);
         return NNK_ENOMEM;
     }

@@ -160,16 +160,19 @@ static bool run_kernel(const char *salt, double factor, nnk_status *status)
     return ok;
 }
 
-/* The names in dir that do not start with '.', joined by ' '. */
+/* The kernel objects in dir (names KEY.so), joined by ' ' (not the
+ * compiler identities, KEY.ccid, that the first compile remembers too). */
 static void list_dir(const char *dir, char *out, size_t n)
 {
     out[0] = 0;
     DIR *d = opendir(dir);
     if (!d)
         return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (e->d_name[0] != '.' && l > 3 && strcmp(e->d_name + l - 3, ".so") == 0)
             snprintf(out + strlen(out), n - strlen(out), "%s%s", *out ? " " : "", e->d_name);
+    }
     closedir(d);
 }
 
@@ -655,6 +658,58 @@ static int p_compiler_killed(char *why, size_t n)
     return 0;
 }
 
+/* The compiler's identity (--version, the host-flag probe) is remembered
+ * in the disk cache: a fresh process whose kernel is cached runs no
+ * compiler at all; a changed compiler file (its mtime here) or an entry
+ * that fails verification makes the next process ask the compiler again. */
+static int p_identity_remembered(char *why, size_t n)
+{
+    char dir[300], cache[400], script[400], log[400], body[1200], ccid[900] = "";
+    workdir(dir, sizeof dir, "ccid");
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(script, sizeof script, "%s/cc.sh", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    const char *cc = getenv("NNK_CC");
+    snprintf(body, sizeof body, "#!/bin/sh\necho \"$*\" >> '%s'\nexec %s \"$@\"\n", log, cc && *cc ? cc : "cc");
+    NEED(spit(script, body, strlen(body), 0700), "cannot write the compiler script");
+    setenv("NNK_CACHE_DIR", cache, 1);
+    setenv("NNK_CC", script, 1);
+    size_t len = 0;
+    char *got = NULL;
+    nnk_status st;
+    /* 0: cold; 1: warm (nothing runs); 2: the compiler touched; 3: the
+     * remembered identity corrupted.  nnk_shutdown forgets the process's
+     * own copy, as a fresh process has none. */
+    for (int round = 0; round < 4; round++) {
+        unlink(log);
+        if (round == 2) {
+            struct timespec t[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+            NEED(utimensat(AT_FDCWD, script, t, 0) == 0, "cannot set the script's mtime");
+        }
+        if (round == 3) {
+            DIR *d = opendir(cache);
+            for (struct dirent *e; d && (e = readdir(d));)
+                if (strstr(e->d_name, ".ccid"))
+                    snprintf(ccid, sizeof ccid, "%s/%s", cache, e->d_name);
+            if (d)
+                closedir(d);
+            NEED(*ccid && sh("printf X | dd of='%s' bs=1 seek=70 conv=notrunc 2>/dev/null", ccid) == 0,
+                 "no identity entry to corrupt");
+        }
+        NEED(run_kernel("ccid", -1, &st), "round %d: %s", round, nnk_last_error());
+        free(got);
+        got = slurp(log, &len);
+        bool probed = got && strstr(got, "--version"), compiled = got && strstr(got, "-shared");
+        NEED(round == 0 ? probed && compiled : round == 1 ? !got : probed && !compiled,
+             "round %d: the compiler ran as '%s'", round, got ? got : "(not at all)");
+        /* the object holds the descriptor only (docs/c-backend.md) */
+        NEED(!compiled || strstr(got, "-DNNK_NO_ENTRY_POINTS"), "the JIT compiled the entry points: '%s'", got);
+        nnk_shutdown();
+    }
+    free(got);
+    return 0;
+}
+
 static int p_sigchld_ignored(char *why, size_t n)
 {
     char dir[300];
@@ -890,6 +945,7 @@ static const struct {
     {"many-kernels-loaded", p_many_loaded, 90},
     {"no-memfd", p_no_memfd, 60},
     {"compiler-killed", p_compiler_killed, 60},
+    {"compiler-identity-remembered", p_identity_remembered, 90},
     {"sigchld-ignored", p_sigchld_ignored, 60},
     {"sigchld-reaper", p_sigchld_reaper, 90},
     {"fork-during-compile", p_fork_compile, 90},
