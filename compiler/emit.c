@@ -268,22 +268,27 @@ static void emit_binary(const EmitAccess *ac, const IrNode *n, Buf *out)
  * reads no memory. */
 static void emit_raw(const EmitAccess *ac, const IrNode *n, Buf *out)
 {
-    const char *p = ac->plan ? ac->plan : "p";
+    const char *p = ac->plan ? ac->plan : "p", *h = ac->raw_args ? ac->raw_args : p;
     Buf a = {0};
     if (n->a >= 0)
         emit_ref(ac, n->a, &a);
     if (n->op == IR_RAWIX && n->sub == RAW_FLAT)
-        buf_printf(out, "nnk_raw_flat_(%s, %d, %s)", p, n->aux, a.data);
+        buf_printf(out, "nnk_raw_flat_(%s, %d, %s)", h, n->aux, a.data);
     else if (n->op == IR_RAWIX)
-        buf_printf(out, "nnk_raw_at_(%s, %d, %d, %d, %s)", p, n->aux, n->sub, (int)n->value.v.i, a.data);
+        buf_printf(out, "nnk_raw_at_(%s, %d, %d, %d, %s)", h, n->aux, n->sub, (int)n->value.v.i, a.data);
     else if (n->op == IR_RAWSHAPE)
-        buf_printf(out, "nnk_raw_shape_(%s, %d, %d)", p, n->aux, n->sub);
+        buf_printf(out, "nnk_raw_shape_(%s, %d, %d)", h, n->aux, n->sub);
     else if (n->op == IR_DIMIDX)
-        buf_printf(out, "nnk_index_(%s, %d, %s)", p, n->sub, ac->idx);
+        buf_printf(out, "nnk_index_(%s, %d, %s)", h, n->sub, ac->idx);
     else {
         Type st = ac->k->raw_storage[n->aux], t = (Type)n->type;
         Buf acc = {0};
-        buf_printf(&acc, "((const %s *)%s->raw[%d].data)[%s]", stype(st), p, n->aux, a.data);
+        if (ac->raw_data) {
+            buf_printf(&acc, ac->raw_data, ac->k->raw_operand[n->aux]);
+            buf_printf(&acc, "[%s]", a.data);
+        } else {
+            buf_printf(&acc, "((const %s *)%s->raw[%d].data)[%s]", stype(st), p, n->aux, a.data);
+        }
         buf_printf(out, "(%s->raw[%d].size ? ", p, n->aux);
         emit_load(st, t, acc.data, out);
         buf_puts(out, " : ");
@@ -667,21 +672,6 @@ void emit_operands_init(EmitOperands *o, Compiler *c, const Instance *in)
         o->name[o->nops] = p->name;
         o->nops++;
     }
-}
-
-bool emit_plan_reads_supported(Compiler *c, const List *instances, const char *target)
-{
-    bool ok = true;
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        if (ir_reads_plan(in->ir)) {
-            diag_error(c, in->kernel->name_range,
-                       "'%s' reads raw parameters or index(d), which the %s back end does not have yet; run it on the "
-                       "cpu backend (C)", in->display, target);
-            ok = false;
-        }
-    }
-    return ok;
 }
 
 const char *emit_str(Compiler *c, Buf *b)

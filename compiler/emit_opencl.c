@@ -32,7 +32,10 @@ static void cl_operand(const EmitAccess *ac, int op, Buf *out)
 
 static EmitAccess cl_access(Compiler *c, const EmitOperands *o, const ClAccess *m)
 {
-    EmitAccess ac = {.k = o->k, .operand = cl_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d", .user = m};
+    /* raw views and index(d): the kernel's rp_ and rng_ (opencl/plan.h), the
+     * data through the operand's g<k> */
+    EmitAccess ac = {.k = o->k, .operand = cl_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d",
+                     .plan = "rp_", .raw_args = "rp_, rng_", .raw_data = "g%d", .user = m};
     if (m->mode == CL_SLICE)
         ac.idx = arena_printf(c->arena, "(b[%d] + ro[%d])", o->nops, o->nops);
     return ac;
@@ -61,7 +64,19 @@ static const char *kernel_params(Compiler *c, const EmitOperands *o)
     Buf b = {0};
     for (int op = 0; op < o->nops; op++)
         buf_printf(&b, ", __global %s%s *a%d", o->output[op] ? "" : "const ", stype(o->storage[op]), op);
+    /* raw parameters and index(d): their views and the range error */
+    if (ir_reads_plan(o->k))
+        buf_puts(&b, ", __constant nnk_cl_rplan *rp_, __global nnk_cl_range *rng_");
     return emit_str(c, &b);
+}
+
+/* Whether the code reads raw operand op's elements (its g<op>). */
+static bool reads_raw(const IrKernel *k, const uint8_t *need, int op)
+{
+    for (int i = 0; i < k->nnodes; i++)
+        if (need[i] && k->nodes[i].op == IR_RAWLD && k->raw_operand[k->nodes[i].aux] == op)
+            return true;
+    return false;
 }
 
 /* g<k>: operand k's element (0, ..., 0), for every operand the code touches. */
@@ -69,7 +84,7 @@ static const char *pointers(Compiler *c, const EmitOperands *o, const uint8_t *n
 {
     Buf b = {0};
     for (int op = 0; op < o->nops; op++) {
-        bool used = o->output[op] ? outputs : emit_loads(o->k, need, op);
+        bool used = o->output[op] ? outputs : emit_loads(o->k, need, op) || reads_raw(o->k, need, op);
         if (used)
             buf_printf(&b, "__global %s%s *g%d = a%d + p->offset[%d];\n", o->output[op] ? "" : "const ",
                        stype(o->storage[op]), op, op, op);
@@ -154,7 +169,7 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
         buf_free(&st);
     }
     tsetf(d, "vec", "%d", vec);
-    tbool(d, "uses_idx", uses_op(k, need, IR_IDX));
+    tbool(d, "uses_idx", uses_op(k, need, IR_IDX) || uses_op(k, need, IR_DIMIDX));
     tset(d, "uniform_code", emit_str(c, &uni));
     tset(d, "vec_body", emit_str(c, &vb));
     tset(d, "flat_body", emit_str(c, &fb));
@@ -180,6 +195,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     Buf args = {0};
     for (int op = 0; op < o->nops; op++)
         buf_printf(&args, ", a%d", op);
+    if (ir_reads_plan(k))
+        buf_puts(&args, ", rp_, rng_");
     tset(d, "kernel_args", emit_str(c, &args));
 
     Buf fin = {0};
@@ -248,8 +265,6 @@ static bool uses_complex(const EmitOperands *o)
 
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    if (!emit_plan_reads_supported(c, instances, "OpenCL"))
-        return;
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         EmitOperands o;
@@ -263,10 +278,11 @@ void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};
-    bool fp64 = false;
+    bool fp64 = false, uses_raw = false;
     for (int i = 0; i < instances->n; i++) {
         const Instance *in = instances->items[i];
         buf_printf(&names, "%s%s", i ? ", " : "", in->name);
+        uses_raw |= ir_reads_plan(in->ir);
         EmitOperands o;
         emit_operands_init(&o, c, in);
         fp64 |= needs_fp64(&o);
@@ -283,6 +299,7 @@ void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt
     }
     tlist(d, "instances");
     tbool(d, "needs_fp64", fp64);
+    tbool(d, "uses_raw", uses_raw);
     tset(d, "instance_list", names.data ? names.data : "(none)");
     buf_free(&names);
     template_render("opencl/file.tmpl", d, out);

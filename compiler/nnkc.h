@@ -594,6 +594,8 @@ typedef struct EmitAccess {
     const char *n;        /* the reduced element count */
     const char *red_fmt;  /* printf format of reducer #%d's value */
     const char *plan;     /* the nnk_plan pointer (raw parameters, index(d)); NULL: "p" */
+    const char *raw_args; /* what the raw helpers take first; NULL: plan (OpenCL: the views and the error) */
+    const char *raw_data; /* printf format of raw operand %d's typed pointer; NULL: plan->raw[r].data cast */
     const void *user;
 } EmitAccess;
 
@@ -713,10 +715,6 @@ struct EmitOptions {
  * (version, source). */
 const char *emit_comment_text(Compiler *c, const char *s);
 void emit_file_keys(Compiler *c, TDict *d, const EmitOptions *opt);
-/* Raw parameters and index(d) exist in the C back end only: an error at
- * each kernel of `instances` that uses them, for the back end `target`
- * ("CUDA"); true when there is none. */
-bool emit_plan_reads_supported(Compiler *c, const List *instances, const char *target);
 
 /* The C translation unit for `instances` (Instance* with ir lowered). */
 void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);

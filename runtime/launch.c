@@ -851,10 +851,11 @@ static nnk_status launch(call *c, nnk_args *a)
     }
     if (d->argmax_empty_error && plan.nreduced == 0 && plan.nkept > 0)
         return rt_error(NNK_ESHAPE, "kernel '%s': argmax/argmin of an empty slice", k->name);
-    /* (the C and CUDA back ends have raw views and the range error) */
-    if (nraw && c->ext->ops->target != NNK_TARGET_C && c->ext->ops->target != NNK_TARGET_CUDA)
-        return rt_error(NNK_EUNSUPPORTED, "kernel '%s': raw parameters run on the cpu and cuda backends only (not '%s')",
-                        k->name, c->ext->ops->name);
+    /* (the C, CUDA and OpenCL back ends have raw views and the range error) */
+    if (nraw && c->ext->ops->target != NNK_TARGET_C && c->ext->ops->target != NNK_TARGET_CUDA &&
+        c->ext->ops->target != NNK_TARGET_OPENCL)
+        return rt_error(NNK_EUNSUPPORTED, "kernel '%s': raw parameters run on the cpu, cuda and opencl backends only "
+                        "(not '%s')", k->name, c->ext->ops->name);
     if ((s = c->ext->ops->launch(c->ext->state, c->device, &inst->k, &plan)))
         return s;
     if (range.set)

@@ -132,3 +132,75 @@ def test_concurrent_calls(ctx, add):
     for t in ts:
         t.join()
     assert not errors, errors
+
+
+# ---- raw parameters and index(d) on the device (docs/opencl.md, "Raw parameters") ----
+
+RAW = """
+elementwise stencil(raw x: f32[]) -> (y: f32[]) {
+    let last = shape(x, 0) - 1;
+    y = x[clamp(idx - 1, 0, last)] + x[idx] + x[clamp(idx + 1, 0, last)];
+}
+elementwise take<T: num>(raw table: T[], k: i64[]) -> (y: T[]) { y = table[k]; }
+elementwise at2(raw m: f32[], i: i64[], j: i64[]) -> (y: f32[]) { y = m[i, j]; }
+elementwise coords(z: i64[]) -> (y: i64[]) { y = z + index(0) * 10 + index(1); }
+reduction mm_raw(raw a: f64[], raw b: f64[], space: f64[]) -> (c: f64) {
+    c = sum(a[index(0), index(1)] * b[index(1), index(2)]);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return nnk.compile(RAW, name="raw.nnk")
+
+
+def test_raw_on_the_device(ctx, raw):
+    """The same bits as the cpu backend: gathers, per-dimension indices
+    against a view's own strides, index(d), and a raw reduction in every
+    layout (a slice per group, per item, and split)."""
+    dev = lambda x: nnk.asarray(x, ctx=ctx)  # noqa: E731
+    x = np.arange(300, dtype=np.float32) ** 0.5
+    y = raw.stencil(dev(x), out=dev(np.empty(300, np.float32)), ctx=ctx)
+    assert y.device == "opencl:0"
+    np.testing.assert_array_equal(y.numpy(), np.asarray(raw.stencil(x, out=np.empty(300, np.float32))))
+    for dt in (np.float32, np.int8, np.float64):
+        t = (np.arange(37) * 3 - 50).astype(dt)
+        k = np.random.default_rng(1).integers(0, 37, size=(5, 9))
+        np.testing.assert_array_equal(raw.take(dev(t), dev(k), ctx=ctx).numpy(), t[k])
+    m = np.arange(35, dtype=np.float32).reshape(5, 7)
+    i, j = np.array([[0], [4], [2]]), np.array([6, 0, 3, 1])
+    for mv in (m, m[::-1, ::2]):   # a reversed, strided view (copied to the device in its order)
+        np.testing.assert_array_equal(raw.at2(dev(mv), dev(i), dev(j % mv.shape[1]), ctx=ctx).numpy(),
+                                      mv[i, j % mv.shape[1]])
+    z = np.zeros((3, 4), np.int64)
+    np.testing.assert_array_equal(raw.coords(dev(z), ctx=ctx).numpy(), np.indices((3, 4))[0] * 10 + np.indices((3, 4))[1])
+    rng = np.random.default_rng(5)
+    for (M, K, N) in ((2, 5000, 3), (40, 5, 30), (1, 1, 1)):
+        a, b = rng.random((M, K)), rng.random((K, N))
+        space = np.broadcast_to(0.0, (M, K, N))
+        c = raw.mm_raw(dev(a), dev(b), dev(np.zeros((M, K, N))), axis=1, ctx=ctx)
+        assert c.device == "opencl:0"
+        np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-12)
+        # (the cpu backend adds in another order: the same sums to rounding)
+        np.testing.assert_allclose(c.numpy(), np.asarray(raw.mm_raw(a, b, space, axis=1)), rtol=1e-13)
+
+
+def test_raw_range_errors_on_the_device(ctx, raw):
+    """An index out of range sets the device's range error: NNK_ERANGE with
+    the cpu backend's message, and the next call is fine again."""
+    dev = lambda x: nnk.asarray(x, ctx=ctx)  # noqa: E731
+    t = dev(np.arange(5, dtype=np.float64))
+    with pytest.raises(nnk.RangeError, match=r"kernel 'take': flat index 5 of raw parameter 'table' is out of range \[0, 5\)"):
+        raw.take(t, dev(np.array([0, 5, 1], np.int64)), ctx=ctx)
+    with pytest.raises(nnk.RangeError, match=r"flat index -1 of raw parameter 'table'"):
+        raw.take(t, dev(np.array([-1], np.int64)), ctx=ctx)
+    np.testing.assert_array_equal(raw.take(t, dev(np.array([4, 0], np.int64)), ctx=ctx).numpy(), [4.0, 0.0])
+    with pytest.raises(nnk.RangeError, match="index 4 of raw parameter 'm' is out of range \\[0, 4\\) in dimension 0"):
+        raw.at2(dev(np.zeros((4, 5), np.float32)), dev(np.array([4])), dev(np.array([0])), ctx=ctx)
+    with pytest.raises(nnk.RangeError, match="'m' has 1 dimension but is indexed with 2"):
+        raw.at2(dev(np.zeros(5, np.float32)), dev(np.array([0])), dev(np.array([0])), ctx=ctx)
+    with pytest.raises(nnk.RangeError, match="index\\(1\\) of an iteration space of 1 dimensions"):
+        raw.coords(dev(np.zeros(3, np.int64)), ctx=ctx)
+    with pytest.raises(nnk.RangeError, match="index 3 of raw parameter 'b' is out of range \\[0, 3\\) in dimension 0"):
+        raw.mm_raw(dev(np.ones((2, 4))), dev(np.ones((3, 2))), dev(np.zeros((2, 4, 2))), axis=1, ctx=ctx)

@@ -62,4 +62,35 @@ typedef struct nnk_cl_plan {
     nnk_scalar scalars[NNK_CL_MAX_SCALARS];
 } nnk_cl_plan;
 
+/* Raw parameters and index(d) (docs/opencl.md, "Raw parameters"): the
+ * kernels of such an instance take two more arguments after the operands,
+ * a __constant nnk_cl_rplan (each raw view's rank, operand, element count,
+ * shape and strides in elements; its data is the operand's buffer at the
+ * plan's offset; and the iteration shape before merging) and a __global
+ * nnk_cl_range, nnk/abi.h's nnk_range_error, which the first index out of
+ * range sets and the host reads back. */
+#define NNK_CL_MAX_RAW 8
+#define NNK_CL_MAX_ITER 16
+
+typedef struct nnk_cl_raw {
+    int32_t ndim, operand;
+    int64_t size;
+    int64_t shape[NNK_CL_MAX_DIMS];
+    int64_t strides[NNK_CL_MAX_DIMS];
+} nnk_cl_raw;
+
+typedef struct nnk_cl_rplan {
+    int32_t iter_ndim, nraw;
+    int64_t iter_shape[NNK_CL_MAX_ITER];
+    int64_t iter_inner[NNK_CL_MAX_ITER];
+    nnk_cl_raw raw[NNK_CL_MAX_RAW];
+} nnk_cl_rplan;
+
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__)
+typedef struct nnk_cl_range {
+    int32_t set, raw, dim, pad;
+    int64_t index, extent;
+} nnk_cl_range;
+#endif
+
 #endif /* NNK_CL_PLAN_H */

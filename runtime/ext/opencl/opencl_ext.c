@@ -52,6 +52,9 @@
 _Static_assert(NNK_CL_MAX_DIMS == NNK_CUDA_MAX_DIMS && NNK_CL_MAX_TENSORS == NNK_CUDA_MAX_TENSORS &&
                    NNK_CL_MAX_SCALARS == NNK_CUDA_MAX_SCALARS,
                "the OpenCL and CUDA plans have the same limits");
+/* the kernels' nnk_cl_range is nnk_range_error, read back as it is */
+_Static_assert(sizeof(nnk_range_error) == 32 && NNK_CL_MAX_RAW == NNK_MAX_RAW && NNK_CL_MAX_ITER == NNK_MAX_DIMS,
+               "the OpenCL raw views and range error match nnk/abi.h");
 
 typedef struct cl_fns {
 #define NNK_X(name, ret, args) ret(*name) args;
@@ -100,6 +103,7 @@ typedef struct ocl_program {
     int nops;                    /* operands the kernels take (the source's a0, a1, ...) */
     uint8_t esize[NNK_CL_MAX_TENSORS]; /* their element sizes: plan offsets are in elements */
     int reduction, argmax;
+    int raw;                     /* reads raw parameters or index(d): rp_ and rng_ after the operands */
     nnk_cuda_sizes sizes;
     long refs;
     pthread_mutex_t lock;        /* clSetKernelArg + enqueue are not thread-safe on one cl_kernel */
@@ -1173,6 +1177,9 @@ static nnk_status operand_sizes(ocl_state *S, const char *src, ocl_program *m)
                                       m->prefix, m->nops, (int)n, t);
         m->esize[m->nops++] = (uint8_t)size;
     }
+    /* raw parameters and index(d): the views and the range error follow (opencl/plan.h) */
+    const char *rp = strstr(open, "nnk_cl_rplan *rp_");
+    m->raw = rp && rp < close;
     return NNK_OK;
 }
 
@@ -1284,6 +1291,7 @@ typedef struct launch_ctx {
     ocl_program *m;
     int32_t device;
     const nnk_plan *plan;
+    cl_mem rplan, range;                        /* raw parameters and index(d) (opencl/plan.h) */
     cl_mem bufs[NNK_CL_MAX_TENSORS];
     int64_t offs[NNK_CL_MAX_TENSORS];           /* in elements */
     cl_mem scratch[4];
@@ -1326,7 +1334,8 @@ static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, uns
         return -1;
     }
     const int red = L->m->reduction;
-    const cl_uint want = (cl_uint)(1 + a->p.nops + (red ? 2 : 0));
+    const cl_uint raw = L->m->raw ? 2 : 0;
+    const cl_uint want = (cl_uint)(1 + a->p.nops + raw + (red ? 2 : 0));
     if (L->m->nargs[i] != want) {
         fmt(L->err, L->errlen, EXT ": kernel %s takes %u arguments; the ABI (opencl_abi.h) has %u for %d operands",
             name, L->m->nargs[i], want, a->p.nops);
@@ -1368,11 +1377,16 @@ static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, uns
     r = S->cl.clSetKernelArg(k, 0, sizeof abuf, &abuf);
     for (int t = 0; r == CL_SUCCESS && t < a->p.nops; t++)
         r = S->cl.clSetKernelArg(k, (cl_uint)(1 + t), sizeof(cl_mem), L->bufs[t] ? &L->bufs[t] : NULL);
+    if (r == CL_SUCCESS && raw) {
+        r = S->cl.clSetKernelArg(k, (cl_uint)(1 + a->p.nops), sizeof(cl_mem), &L->rplan);
+        if (r == CL_SUCCESS)
+            r = S->cl.clSetKernelArg(k, (cl_uint)(2 + a->p.nops), sizeof(cl_mem), L->range ? &L->range : NULL);
+    }
     if (r == CL_SUCCESS && red) {
         cl_mem sc = a->scratch, fi = a->finals;
-        r = S->cl.clSetKernelArg(k, (cl_uint)(1 + a->p.nops), sizeof(cl_mem), sc ? (void *)&sc : NULL);
+        r = S->cl.clSetKernelArg(k, (cl_uint)(1 + a->p.nops + raw), sizeof(cl_mem), sc ? (void *)&sc : NULL);
         if (r == CL_SUCCESS)
-            r = S->cl.clSetKernelArg(k, (cl_uint)(2 + a->p.nops), sizeof(cl_mem), fi ? (void *)&fi : NULL);
+            r = S->cl.clSetKernelArg(k, (cl_uint)(2 + a->p.nops + raw), sizeof(cl_mem), fi ? (void *)&fi : NULL);
     }
     if (r == CL_SUCCESS)
         r = S->cl.clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
@@ -1410,6 +1424,63 @@ static void lc_release(void *user, void *ptr)
             L->S->cl.clReleaseMemObject(L->scratch[i]);
             L->scratch[i] = NULL;
         }
+}
+
+/* The raw views and iteration shape of a plan (opencl/plan.h); -1 when a
+ * raw view has more dimensions than the kernels take. */
+static int rplan_from(nnk_cl_rplan *rp, const nnk_plan *plan)
+{
+    memset(rp, 0, sizeof *rp);
+    if (plan->nraw < 0 || plan->nraw > NNK_CL_MAX_RAW || plan->iter_ndim < 0 || plan->iter_ndim > NNK_CL_MAX_ITER)
+        return -1;
+    rp->iter_ndim = plan->iter_ndim;
+    rp->nraw = plan->nraw;
+    for (int d = 0; d < plan->iter_ndim; d++) {
+        rp->iter_shape[d] = plan->iter_shape[d];
+        rp->iter_inner[d] = plan->iter_inner[d];
+    }
+    for (int r = 0; r < plan->nraw; r++) {
+        const nnk_raw_view *v = &plan->raw[r];
+        if (v->ndim > NNK_CL_MAX_DIMS)
+            return -1;
+        rp->raw[r].ndim = v->ndim;
+        rp->raw[r].operand = v->operand;
+        rp->raw[r].size = v->size;
+        for (int d = 0; d < v->ndim; d++) {
+            rp->raw[r].shape[d] = v->shape[d];
+            rp->raw[r].strides[d] = v->strides[d];
+        }
+    }
+    return 0;
+}
+
+/* Raw parameters and index(d): the views as a __constant buffer and the
+ * range error as a zeroed __global one, which the kernels of the launch
+ * share; read back into plan->range after them (a blocking read: the C
+ * back end's launch returns when it is done too). */
+static int raw_buffers(launch_ctx *L)
+{
+    ocl_state *S = L->S;
+    ocl_device *d = &S->devs[L->device];
+    nnk_cl_rplan rp;
+    if (rplan_from(&rp, L->plan)) {
+        fmt(L->err, L->errlen, EXT ": a raw parameter of '%s' has more dimensions than the OpenCL kernels take (%d)",
+            L->m->prefix, NNK_CL_MAX_DIMS);
+        L->status = NNK_EUNSUPPORTED;
+        return -1;
+    }
+    cl_int r = CL_SUCCESS;
+    L->rplan = S->cl.clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof rp, &rp, &r);
+    if (r != CL_SUCCESS || !L->rplan)
+        return lc_fail(L, NNK_EDEVICE, r ? r : CL_OUT_OF_RESOURCES, "the raw views of", L->m->prefix);
+    if (!L->plan->range)
+        return 0;
+    nnk_range_error zero;
+    memset(&zero, 0, sizeof zero);
+    L->range = S->cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &r);
+    if (r != CL_SUCCESS || !L->range)
+        return lc_fail(L, NNK_EDEVICE, r ? r : CL_OUT_OF_RESOURCES, "the range error of", L->m->prefix);
+    return 0;
 }
 
 static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, const nnk_plan *plan)
@@ -1458,7 +1529,19 @@ static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, c
         cl.max_grid = (unsigned)1 << 30;
     cl.block = NNK_CL_GROUP; /* dispatch.c's block: the work-group kernels' local size */
     cl.force = S->force;
-    int rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &cl, err, sizeof err);
+    int rc = m->raw && plan->nkept > 0 ? raw_buffers(&L) : 0;
+    if (rc == 0)
+        rc = nnk_cuda_dispatch(m->prefix, m->reduction, &m->sizes, plan, &cl, err, sizeof err);
+    if (rc == 0 && L.range) {
+        cl_int r = S->cl.clEnqueueReadBuffer(S->devs[device].queue, L.range, CL_TRUE, 0, sizeof *plan->range,
+                                             plan->range, 0, NULL, NULL);
+        if (r != CL_SUCCESS)
+            rc = lc_fail(&L, NNK_EDEVICE, r, "reading the range error of", m->prefix);
+    }
+    if (L.rplan)
+        S->cl.clReleaseMemObject(L.rplan);
+    if (L.range)
+        S->cl.clReleaseMemObject(L.range);
     for (int i = 0; i < L.nscratch; i++)
         if (L.scratch[i])
             S->cl.clReleaseMemObject(L.scratch[i]);
