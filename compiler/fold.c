@@ -187,14 +187,14 @@ Value value_complex(Type t, double re, double im)
 /* The real part of a complex value. */
 double value_as_double(Value v)
 {
-    if (type_is_float(v.type) || v.type == T_WFLOAT || type_is_complex(v.type))
+    if (type_is_float(v.type) || v.type == T_WFLOAT || type_is_complex(v.type) || v.type == T_WCOMPLEX)
         return v.v.f;
     return is_unsigned(v.type) ? (double)v.v.u : (double)v.v.i;
 }
 
 bool value_truth(Value v)
 {
-    if (type_is_complex(v.type))
+    if (type_is_complex(v.type) || v.type == T_WCOMPLEX)
         return v.v.f != 0 || v.im != 0;
     if (type_is_float(v.type) || v.type == T_WFLOAT)
         return v.v.f != 0;           /* NaN is true, as in C and numpy */
@@ -227,6 +227,16 @@ static Value float_to_int(double f, Type to)
 
 Value value_cast(Value v, Type to)
 {
+    /* An imaginary literal is a c128 value until it meets a type; a weak
+     * value meeting one becomes one (1 + 2j: the parts convert). */
+    if (to == T_WCOMPLEX) {
+        Value r = {.type = T_WCOMPLEX};
+        r.v.f = value_as_double(v);
+        r.im = type_is_complex(v.type) || v.type == T_WCOMPLEX ? v.im : 0;
+        return r;
+    }
+    if (v.type == T_WCOMPLEX)
+        v.type = T_C128;
     bool from_float = type_is_float(v.type) || v.type == T_WFLOAT;
     /* An integer literal meeting a float literal (0.5 * 3) becomes a float
      * literal: the value converts, the bits do not carry over. */
@@ -293,8 +303,20 @@ Value value_adopt(Value v, Type to)
 
 /* ---- operators --------------------------------------------------------------- */
 
+/* Folding on imaginary literals: as c128, the result weak again. */
+static bool weak_complex(bool ok, Value *out)
+{
+    if (ok && out->type == T_C128)
+        out->type = T_WCOMPLEX;
+    else if (ok && out->type == T_F64)
+        out->type = T_WFLOAT;
+    return ok;
+}
+
 bool fold_unary(Op op, Type t, Value a, Value *out)
 {
+    if (t == T_WCOMPLEX)
+        return weak_complex(fold_unary(op, T_C128, a, out), out);
     a = value_adopt(a, t);
     if (type_is_complex(t)) {
         if (op == UN_NEG)
@@ -355,6 +377,8 @@ static Value shift(Op op, Type t, Value a, Value b)
 
 bool fold_binary(Op op, Type t, Value a, Value b, Value *out)
 {
+    if (t == T_WCOMPLEX)
+        return weak_complex(fold_binary(op, T_C128, a, b, out), out);
     if (op == BIN_LAND || op == BIN_LOR) {
         bool x = value_truth(a), y = value_truth(b);
         *out = wrap(T_BOOL, op == BIN_LAND ? (x && y) : (x || y));
@@ -363,9 +387,18 @@ bool fold_binary(Op op, Type t, Value a, Value b, Value *out)
     a = value_adopt(a, t);
     b = value_adopt(b, t);
     if (type_is_complex(t)) {
-        /* + - == != are exact per part; * and / are left to the generated
-         * code (one formula, templates/complex.tmpl, not a second copy) */
+        /* + - == != are exact per part, and * is the generated code's
+         * formula (templates/complex.tmpl) rounded at each operation, so
+         * 2.5 * 1j is a constant; / (Smith's, with its branches) is left
+         * to the generated code: one formula, not a second copy */
+        Type pt = type_part(t);
         switch (op) {
+        case BIN_MUL: {
+            double rr = round_compute(pt, a.v.f * b.v.f), ii = round_compute(pt, a.im * b.im);
+            double ri = round_compute(pt, a.v.f * b.im), ir = round_compute(pt, a.im * b.v.f);
+            *out = value_complex(t, rr - ii, ri + ir);
+            return true;
+        }
         case BIN_ADD: *out = value_complex(t, a.v.f + b.v.f, a.im + b.im); return true;
         case BIN_SUB: *out = value_complex(t, a.v.f - b.v.f, a.im - b.im); return true;
         case BIN_EQ: *out = wrap(T_BOOL, a.v.f == b.v.f && a.im == b.im); return true;
@@ -537,6 +570,8 @@ static bool fold_complex(Builtin bi, Type t, const Value *args, const Value *a, 
 
 bool fold_builtin(Builtin bi, Type t, const Value *args, int n, Value *out)
 {
+    if (t == T_WCOMPLEX)
+        return weak_complex(fold_builtin(bi, T_C128, args, n, out), out);
     Value a[3];
     for (int i = 0; i < n && i < 3; i++)
         a[i] = value_adopt(args[i], t);
@@ -623,6 +658,20 @@ static void format_double(double f, Buf *out)
 
 void value_format(Value v, Buf *out, bool c_syntax)
 {
+    if (type_is_complex(v.type) || v.type == T_WCOMPLEX) {
+        /* as Python writes it: 2.5j, (1+2j) */
+        Value im = value_float(T_F64, v.im);
+        bool pure = v.v.f == 0 && !signbit(v.v.f);
+        if (!pure) {
+            buf_puts(out, "(");
+            value_format(value_float(T_F64, v.v.f), out, c_syntax);
+            if (!signbit(v.im) || v.im != v.im)
+                buf_puts(out, "+");
+        }
+        value_format(im, out, c_syntax);
+        buf_puts(out, pure ? "j" : "j)");
+        return;
+    }
     if (type_is_float(v.type) || v.type == T_WFLOAT) {
         double f = v.v.f;
         if (f != f)

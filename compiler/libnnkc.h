@@ -32,6 +32,7 @@ typedef enum {
     T_NSCALAR,
     T_WINT = T_NSCALAR, /* an integer literal, weakly typed */
     T_WFLOAT,           /* a float literal, weakly typed */
+    T_WCOMPLEX,         /* an imaginary literal (2.5j), weakly typed: c128 alone */
     T_ERROR,            /* an expression that already had an error */
     T_NONE,
 } Type;
@@ -51,12 +52,12 @@ Type type_promote(Type a, Type b);  /* language.md §2; weak with weak stays wea
 /* ---- fold.c: values with the generated code's semantics ---------------- */
 
 typedef struct Value {
-    Type type; /* a scalar type or T_WINT / T_WFLOAT */
+    Type type; /* a scalar type or T_WINT / T_WFLOAT / T_WCOMPLEX */
     union {
         int64_t i;  /* signed types, bool, T_WINT */
         uint64_t u; /* unsigned types */
         double f;   /* floats (value already rounded to the type), T_WFLOAT;
-                     * the real part of c64/c128 */
+                     * the real part of c64/c128 and T_WCOMPLEX */
     } v;
     double im;      /* the imaginary part of c64/c128 (0 otherwise) */
 } Value;

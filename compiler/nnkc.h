@@ -164,10 +164,10 @@ TypeClass class_lookup(const char *name);     /* CLASS_NONE when unknown */
 static inline bool type_is_float(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_FLOAT; }
 static inline bool type_is_int(Type t) { return t < T_NSCALAR && (type_info[t].cls == CLASS_INT || type_info[t].cls == CLASS_UINT); }
 static inline bool type_is_signed(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_INT; }
-static inline bool type_is_weak(Type t) { return t == T_WINT || t == T_WFLOAT; }
+static inline bool type_is_weak(Type t) { return t == T_WINT || t == T_WFLOAT || t == T_WCOMPLEX; }
 static inline bool type_is_complex(Type t) { return t < T_NSCALAR && type_info[t].cls == CLASS_COMPLEX; }
 /* The type of a complex type's parts (c64: f32, c128: f64), others unchanged. */
-static inline Type type_part(Type t) { return t == T_C64 ? T_F32 : t == T_C128 ? T_F64 : t; }
+static inline Type type_part(Type t) { return t == T_C64 ? T_F32 : t == T_C128 ? T_F64 : t == T_WCOMPLEX ? T_WFLOAT : t; }
 Type type_concrete(Type t);         /* weak int -> i64, weak float -> f64 */
 Type type_compute(Type t);          /* f16, bf16 -> f32 */
 Type type_accum(Type t);            /* sum/prod accumulator type */

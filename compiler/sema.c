@@ -359,7 +359,7 @@ static Expr *check_binary(Ctx *x, Expr *e)
                 diag_note_plain(x->c, "use fmod(a, b) for the remainder of floats");
             return mk_error(x, e->range);
         }
-        if (kind == OPK_CMP && op != BIN_EQ && op != BIN_NE && type_is_complex(t)) {
+        if (kind == OPK_CMP && op != BIN_EQ && op != BIN_NE && type_is_complex(type_concrete(t))) {
             diag_error(x->c, e->name_range, "operator '%s' needs ordered operands, but %s %s", op_info[op].tok,
                        a->type == b->type ? "both are" : "they promote to", type_name(t));
             diag_note_plain(x->c, "complex numbers have no order; compare abs(z) or real(z)");
@@ -467,14 +467,15 @@ static Expr *check_builtin_as(Ctx *x, Expr *e, Builtin bi, Type fixed)
     Type res = t;
     if (info->rule == BR_COMPLEX) {
         /* complex(re, im): real parts of one type, c128 unless both fit f32 */
-        if (type_is_complex(t)) {
+        if (type_is_complex(type_concrete(t))) {
             diag_error(x->c, e->range, "the parts of '%s' must be real, but they promote to %s",
                        fixed != T_NONE ? type_name(fixed) : info->name, type_name(t));
             return mk_error(x, e->range);
         }
         res = fixed != T_NONE ? fixed : type_is_float(t) && t != T_F64 ? T_C64 : T_C128;
         t = type_part(res);
-    } else if (type_is_complex(t)) {
+    } else if (type_is_complex(type_concrete(t))) {
+        /* (an imaginary literal's result stays weak: abs(3 + 4j) is a float literal) */
         res = complex_result(x, e, info, t);
         if (res == T_ERROR)
             return mk_error(x, e->range);
@@ -489,7 +490,7 @@ static Expr *check_builtin_as(Ctx *x, Expr *e, Builtin bi, Type fixed)
         Expr *zero = mk_const(x, value_int(T_WINT, 0), e->range);
         return convert(x, zero, t, false);
     }
-    if (type_is_complex(t) || info->rule == BR_COMPLEX) {
+    if (type_is_complex(type_concrete(t)) || info->rule == BR_COMPLEX) {
         /* no real rule below applies */
     } else switch (info->rule) {
     case BR_FLOAT:

@@ -28,6 +28,7 @@ const char *type_name(Type t)
     switch (t) {
     case T_WINT: return "integer literal";
     case T_WFLOAT: return "float literal";
+    case T_WCOMPLEX: return "complex literal";
     case T_ERROR: return "<error>";
     default: return "<none>";
     }
@@ -95,12 +96,16 @@ Type type_promote(Type a, Type b)
     if (a == b)
         return a;
     if (type_is_weak(a) && type_is_weak(b))
-        return T_WFLOAT;               /* one of each */
+        return a == T_WCOMPLEX || b == T_WCOMPLEX ? T_WCOMPLEX : T_WFLOAT; /* one of each */
     if (type_is_weak(b)) {
         Type t = a;
         a = b;
         b = t;
     }
+    /* an imaginary literal takes the other operand's precision (numpy's
+     * rule for a Python complex: f32 * 1j is c64, i32 * 1j is c128) */
+    if (a == T_WCOMPLEX)
+        return type_is_complex(b) ? b : type_is_float(b) && b != T_F64 ? T_C64 : T_C128;
     if (a == T_WINT)                   /* a literal takes the other type */
         return b == T_BOOL ? T_I64 : b;
     if (a == T_WFLOAT)
@@ -137,7 +142,7 @@ Type type_promote(Type a, Type b)
 
 Type type_concrete(Type t)
 {
-    return t == T_WINT ? T_I64 : t == T_WFLOAT ? T_F64 : t;
+    return t == T_WINT ? T_I64 : t == T_WFLOAT ? T_F64 : t == T_WCOMPLEX ? T_C128 : t;
 }
 
 Type type_compute(Type t)

@@ -113,7 +113,10 @@ static bool separators_ok(const char *s, const char *e, bool hex)
 }
 
 /* A literal followed directly by letters: report the suffix, consume it. */
-static bool literal_suffix(Lexer *lx, Token *t, bool is_float)
+/* The letters after a number: `j` (or `J`) makes a decimal one imaginary,
+ * as Python and numexpr write it (2.5j, 1j: a weak complex literal, c128
+ * alone, c64 with f32); any other is an error. */
+static bool literal_suffix(Lexer *lx, Token *t, bool is_float, bool hex)
 {
     const char *p = lx->cur;
     if (p >= lx->lim || !is_ident_char(*p))
@@ -127,7 +130,22 @@ static bool literal_suffix(Lexer *lx, Token *t, bool is_float)
     int n = (int)(s - lx->tok) < 60 ? (int)(s - lx->tok) : 60;
     memcpy(lit, lx->tok, (size_t)n);
     lit[n] = 0;
-    if (is_float && p - s == 1 && (*s == 'f' || *s == 'F')) {
+    if (p - s == 1 && (*s == 'j' || *s == 'J') && !hex) {
+        if (!t->bad) {
+            double im = is_float ? t->value.v.f : (double)t->value.v.u;
+            t->kind = NNK_TK_FLOAT;
+            t->value = (Value){.type = T_WCOMPLEX};
+            t->value.im = im;
+        }
+        return false;
+    }
+    if (p - s == 1 && (*s == 'i' || *s == 'I' || *s == 'j' || *s == 'J')) {
+        if (hex)
+            diag_error(lx->c, r, "a hexadecimal literal cannot be imaginary");
+        else
+            diag_error(lx->c, r, "invalid suffix '%c' on %s literal", *s, is_float ? "float" : "integer");
+        diag_note_plain(lx->c, "an imaginary literal is a decimal number followed by 'j', as in Python: 2.5j, 1j");
+    } else if (is_float && p - s == 1 && (*s == 'f' || *s == 'F')) {
         diag_error(lx->c, r, "float literals take no suffix");
         diag_note_plain(lx->c, "a literal takes the type of the other operand; write %s, or f32(%s) for an explicit f32", lit, lit);
     } else {
@@ -162,7 +180,7 @@ static void int_literal(Lexer *lx, Token *t, bool hex)
         t->bad = true;
     }
     t->value.v.u = overflow ? 0 : v;
-    literal_suffix(lx, t, false);
+    literal_suffix(lx, t, false, hex);
 }
 
 static void float_literal(Lexer *lx, Token *t)
@@ -196,7 +214,7 @@ static void float_literal(Lexer *lx, Token *t)
         diag_error(lx->c, range_here(lx, lx->tok, lx->cur), "float literal is out of range of f64");
         t->bad = true;
     }
-    literal_suffix(lx, t, true);
+    literal_suffix(lx, t, true, false);
 }
 
 int lexer_next(Lexer *lx, Token *t)

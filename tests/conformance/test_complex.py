@@ -280,6 +280,40 @@ def test_promotion_types_in_ir():
                 "%s + %s is %s: %s" % (a, b, want, add))
 
 
+def test_imaginary_literals():
+    """2.5j is a weak complex literal (Python's spelling): c128 alone, the
+    other operand's precision otherwise; literal arithmetic is folded (one
+    constant in the IR), the rest bit-exact against numpy's formulas."""
+    src = os.path.join(C.WORK, "clits.nnk")
+    os.makedirs(C.WORK, exist_ok=True)
+    cases = [("f32", "c64"), ("f16", "c64"), ("bf16", "c64"), ("f64", "c128"), ("i32", "c128"), ("bool", "c128"),
+             ("u8", "c128"), ("c64", "c64"), ("c128", "c128")]
+    with open(src, "w") as f:
+        for n, (a, _) in enumerate(cases):
+            f.write("elementwise p%d(a: %s[]) -> (y: c128[]) { y = a * 1j; }\n" % (n, a))
+        f.write("elementwise q(a: c64[]) -> (y: c64[]) { y = a + (2.5 * 1j - 3 + 1j * 1j); }\n")
+    ir = subprocess.run([C.NNKC, "--emit=ir", src], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        universal_newlines=True)
+    C.check(ir.returncode == 0, "nnkc --emit=ir: %s" % ir.stderr)
+    blocks = ir.stdout.split("kernel ")[1:]
+    for (a, want), text in zip(cases, blocks):
+        mul = [line for line in text.splitlines() if " * " in line]
+        C.check(mul and mul[0].rstrip().split(": ")[-1].split()[0] == want, "%s * 1j is %s: %s" % (a, want, mul))
+    consts = [line.strip() for line in blocks[-1].splitlines() if "[const]" in line]
+    C.check(consts == ["%0 = (-4.0+2.5j) : c64  [const]"], "2.5 * 1j - 3 + 1j * 1j folded: %s" % consts)
+    x = np.concatenate([rng.uniform(-3, 3, 200), [0.0, -0.0, 1e30, -1e-30]]).astype(np.float32)
+    d = rng.uniform(-1e3, 1e3, x.size)
+    y, w, s = K().lits(x, d)
+    z32 = np.zeros_like(x)
+    re, im = ref_mul(pack(x, z32, "c64"), pack(z32, np.ones_like(x), "c64"))[1]
+    same_bits(y, pack(re + np.float32(2), im + np.float32(-0.5), "c64"), "x * 1j + (2 - 0.5j)")
+    z64 = np.zeros_like(d)
+    re, im = ref_mul(pack(d, z64, "c128"), pack(z64, np.full_like(d, 0.25), "c128"))[1]
+    same_bits(w, pack(re - 0.0 + 0.0, im - 1000.0 + 0.5, "c128"), "d * 2.5e-1j - 1_000j + .5J")
+    re, im = ref_mul(pack(x, x, "c64"), pack(z32, np.full_like(x, 3), "c64"))[1]
+    same_bits(s, pack(re + np.float32(4), im - np.float32(0), "c64"), "c64(x, x) * (3 * 1j) - 2j * 2j")
+
+
 def test_reductions():
     for t in CT:
         n = 1000
