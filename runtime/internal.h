@@ -113,6 +113,11 @@ void rt_pool_shutdown(void);
  * taking up a job and claiming its first task, where the scheduler may
  * deschedule it; NULL in the library. */
 extern void (*rt_pool_test_stall)(void);
+/* Tests only: called by a worker after it claimed a task, before it runs
+ * it (a worker descheduled there makes the caller wait); NULL in the
+ * library.  rt_pool_late_jobs: the jobs that waited late for one. */
+extern void (*rt_pool_test_claimed)(void);
+int64_t rt_pool_late_jobs(void);
 
 /* ---- exec.c: running host kernels over a plan --------------------------- */
 

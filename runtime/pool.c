@@ -17,6 +17,18 @@
  * job's number (high 32 bits) and the next task (low 32), so a worker that
  * wakes late, still holding an old job's function, claims nothing from
  * the next job.  Jobs of more than 2^32 - 1 tasks run as several.
+ *
+ * A worker descheduled in the middle of a task it claimed still makes the
+ * caller wait for it (its outputs may not be written twice, nor after the
+ * call returns): on a core shared with a busy process that is a scheduler
+ * slice, milliseconds, for a job that takes less.  So a caller that waited
+ * long for a claimed task (LATE_MIN_NS and four of its own task times)
+ * marks the pool late: the next jobs run on the caller alone, as with one
+ * thread, 4 of them after the first late job, twice as many after each
+ * further late one (at most LATE_MAX_JOBS), half as many after one that a
+ * worker took part in on time; and after LATE_RETRY_NS at the latest, the pool is tried again,
+ * so it comes back soon after the contention ends.  A job's bits do not
+ * depend on the threads that ran it (exec.c), so this changes no result.
  */
 #include "internal.h"
 
@@ -28,6 +40,10 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 /* how long a caller with nothing left to claim spins before it sleeps */
 #define SPIN_MIN_NS 20000
 #define SPIN_MAX_NS 500000
+/* a wait for claimed tasks longer than this (and 4 task times) is late */
+#define LATE_MIN_NS 200000
+#define LATE_MAX_JOBS 1024
+#define LATE_RETRY_NS 1000000000
 
 static struct {
     pthread_mutex_t lock;
@@ -43,9 +59,14 @@ static struct {
     int64_t base, ntasks;     /* tasks base .. base + ntasks - 1 */
     atomic_uint_least64_t claim;   /* generation << 32 | the next task */
     atomic_llong remaining;        /* tasks claimed or not, not yet finished */
+    /* lateness (under the lock): jobs to run on the caller alone, the
+     * length of the last such run, when the last late job ended */
+    int64_t inline_left, inline_run, late_ns;
+    int64_t late_jobs;             /* counted, for the tests */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 void (*rt_pool_test_stall)(void);
+void (*rt_pool_test_claimed)(void);
 
 static int64_t now_ns(void)
 {
@@ -74,6 +95,8 @@ static int64_t claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t bas
             return ran;
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
+        if (!caller && rt_pool_test_claimed)
+            rt_pool_test_claimed();
         fn(arg, base + (int64_t)(c & 0xffffffffu));
         ran++;
         if (atomic_fetch_sub(&pool.remaining, 1) == 1 && !caller) {
@@ -163,6 +186,14 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
         pthread_mutex_unlock(&pool.lock);
         return false;
     }
+    if (pool.inline_left > 0) { /* late workers: the caller alone (above) */
+        if (now_ns() - pool.late_ns < LATE_RETRY_NS) {
+            pool.inline_left--;
+            pthread_mutex_unlock(&pool.lock);
+            return false;
+        }
+        pool.inline_left = 0;
+    }
     pool.busy = true;
     pool.fn = fn;
     pool.arg = arg;
@@ -180,8 +211,10 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
      * the caller's core away, and on a loaded machine getting it back
      * takes milliseconds, so the caller spins for a few of its own task
      * times first (at least SPIN_MIN_NS, at most SPIN_MAX_NS). */
-    if (atomic_load(&pool.remaining) > 0) {
-        int64_t t1 = now_ns(), per = mine > 0 ? (t1 - t0) / mine : SPIN_MIN_NS;
+    int64_t t1 = 0, per = 0;
+    const bool waited = atomic_load(&pool.remaining) > 0;
+    if (waited) {
+        t1 = now_ns(), per = mine > 0 ? (t1 - t0) / mine : SPIN_MIN_NS;
         int64_t until = t1 + (4 * per < SPIN_MIN_NS ? SPIN_MIN_NS : 4 * per > SPIN_MAX_NS ? SPIN_MAX_NS : 4 * per);
         for (int i = 0; atomic_load(&pool.remaining) > 0; i++) {
             if ((i & 63) == 63 && now_ns() > until)
@@ -192,6 +225,17 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     pthread_mutex_lock(&pool.lock);
     while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
+    int64_t t2 = waited ? now_ns() : 0, wait = t2 - t1;
+    if (waited && wait > LATE_MIN_NS && wait > 4 * per) {
+        pool.inline_run = pool.inline_run ? 2 * pool.inline_run : 4;
+        if (pool.inline_run > LATE_MAX_JOBS)
+            pool.inline_run = LATE_MAX_JOBS;
+        pool.inline_left = pool.inline_run;
+        pool.late_ns = t2;
+        pool.late_jobs++;
+    } else if (mine < ntasks) {
+        pool.inline_run /= 2; /* a worker took part, in time */
+    }
     pool.busy = false;
     pthread_mutex_unlock(&pool.lock);
     return true;
@@ -223,7 +267,16 @@ void rt_pool_shutdown(void)
     pool.nworkers = 0;
     pool.nthreads = 0;
     pool.stop = false;
+    pool.inline_left = pool.inline_run = pool.late_jobs = 0;
     pthread_mutex_unlock(&pool.lock);
+}
+
+int64_t rt_pool_late_jobs(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    int64_t n = pool.late_jobs;
+    pthread_mutex_unlock(&pool.lock);
+    return n;
 }
 
 /* A forked child has none of the parent's workers: it starts its own pool
@@ -239,6 +292,7 @@ static void atfork_child(void)
     pool.nthreads = 0;
     pool.busy = false;
     pool.stop = false;
+    pool.inline_left = pool.inline_run = 0;
 }
 
 __attribute__((constructor)) static void pool_init(void)
