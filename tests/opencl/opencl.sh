@@ -1,9 +1,10 @@
 #!/bin/sh
 # The opencl extension on the machine's OpenCL device (PoCL in CI):
 # tests/opencl/test_opencl in each of its modes, one process each.
-#  - main, then cached in a second process with the same NNK_CACHE_DIR:
-#    the second one loads the program binary from the disk cache instead
-#    of building it;
+#  - main, then cached in a second process with the same NNK_CACHE_DIR
+#    (NNK_OPENCL_BINARY_CACHE=1: PoCL's default is off): the second one
+#    loads the program binary from the disk cache instead of building it;
+#  - uncached: that default on PoCL, programs built and never stored;
 #  - none: no ICD loader at all (NNK_OPENCL_LIBRARY names no file), and an
 #    ICD loader that finds no driver (OCL_ICD_VENDORS, an empty directory);
 #  - reductions with NNK_OPENCL_FORCE=1, 2, 3: every reduction case of
@@ -27,9 +28,10 @@ export NNK_EXTENSION_PATH POCL_CACHE_DIR NNK_CACHE_DIR
 LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/opencl/lsan.supp"
 export LSAN_OPTIONS
 rc=0
-"$t" main || rc=$?
+NNK_OPENCL_BINARY_CACHE=1 "$t" main || rc=$?
 [ $rc -eq 0 ] || exit $rc
-"$t" cached
+NNK_OPENCL_BINARY_CACHE=1 "$t" cached
+NNK_CACHE_DIR="$tmp/cache-auto" "$t" uncached
 # every reduction layout on every case: a work-group per output (1), a
 # work-item per output (2), split (3), whatever dispatch.c would choose
 for f in 1 2 3; do

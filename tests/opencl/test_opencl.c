@@ -7,7 +7,11 @@
  *            errors with the log, f64 without cl_khr_fp64, the memory
  *            cache), concurrent launches from several threads;
  *   cached   the same kernel in a second process: from the disk cache,
- *            not rebuilt (run after main with the same NNK_CACHE_DIR);
+ *            not rebuilt (run after main with the same NNK_CACHE_DIR and
+ *            NNK_OPENCL_BINARY_CACHE=1);
+ *   uncached the binary cache's default on a driver with a cache of its
+ *            own (PoCL): programs are not stored, built again after
+ *            clear_memory_cache;
  *   none     NNK_OPENCL_LIBRARY names no library: 0 devices and the reason;
  *   oom      NNK_OPENCL_MEM_LIMIT: the runtime flushes its cache and
  *            retries once, then NNK_ENOMEM;
@@ -227,6 +231,27 @@ static int mode_cached(void)
     if (k.handle)
         ext->ext.ops->kernel_free(ext->ext.state, &k);
     nnk_context_free(ctx);
+    return finish();
+}
+
+static int mode_uncached(void)
+{
+    have_devices();
+    const char *st = nnk_extension_status(ext);
+    if (!strstr(st, "PoCL")) {
+        printf("SKIP: uncached: not PoCL: %s\n", st);
+        return finish();
+    }
+    CHECK(strstr(st, "binaries not in nnk's disk cache") != NULL, "PoCL's default: '%s'", st);
+    for (int round = 1; round <= 2; round++) {
+        nnk_ext_kernel k;
+        CHECK(compile(triad_src, &triad_iface, &k) == NNK_OK, "compile %d: %s", round, nnk_last_error());
+        if (k.handle)
+            ext->ext.ops->kernel_free(ext->ext.state, &k);
+        CHECK(nnk_extension_clear_memory_cache(ext, NULL) == NNK_OK, "clear_memory_cache");
+    }
+    st = nnk_extension_status(ext);
+    CHECK(strstr(st, "programs: 2 built, 0 from the disk cache") != NULL, "built twice, never from disk: '%s'", st);
     return finish();
 }
 
@@ -690,6 +715,8 @@ int main(int argc, char **argv)
         return mode_none();
     if (!strcmp(mode, "cached"))
         return mode_cached();
+    if (!strcmp(mode, "uncached"))
+        return mode_uncached();
     if (!strcmp(mode, "oom"))
         return mode_oom();
     if (!strcmp(mode, "nofp64"))

@@ -74,6 +74,7 @@ typedef struct ocl_device {
     size_t max_wg;
     cl_uint units;
     bool correct_div;            /* -cl-fp32-correctly-rounded-divide-sqrt is available */
+    bool own_cache;              /* the driver keeps a kernel cache of its own (PoCL) */
     int platform_index;
     /* set up at first use */
     pthread_mutex_t lock;
@@ -120,6 +121,7 @@ typedef struct ocl_state {
     size_t mem_limit;            /* NNK_OPENCL_MEM_LIMIT: a smaller device, for tests */
     int force;                   /* NNK_OPENCL_FORCE: the reduction layout, as NNK_CUDA_FORCE */
     char options[512];           /* NNK_OPENCL_OPTIONS: extra build options */
+    int binary_cache;            /* NNK_OPENCL_BINARY_CACHE: -1 auto (see binaries_cached), 0, 1 */
     pthread_rwlock_t mem_lock;
     ocl_block *blocks;           /* sorted by base */
     size_t nblocks, capblocks;
@@ -295,6 +297,7 @@ static void add_devices(ocl_state *S, const plat_sort *pl, int pindex, cl_device
         S->cl.clGetDeviceInfo(ids[i], CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
         S->cl.clGetDeviceInfo(ids[i], CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
         d->correct_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+        d->own_cache = strstr(pl->name, "Portable Computing Language") || strstr(d->version, "PoCL");
         int major = 0, minor = 0;
         bool v12 = sscanf(d->version, "OpenCL %d.%d", &major, &minor) == 2 && (major > 1 || (major == 1 && minor >= 2));
         /* The generated code and the plan arguments assume a little-endian
@@ -398,12 +401,13 @@ static nnk_status init(const nnk_host_api *host, void **state)
     S->host = host;
     S->mem_limit = (size_t)env_ulong(S, "NNK_OPENCL_MEM_LIMIT");
     S->force = (int)env_ulong(S, "NNK_OPENCL_FORCE");
-    const char *opts = env(S, "NNK_OPENCL_OPTIONS");
-    if (S->force > 3 ||
+    const char *opts = env(S, "NNK_OPENCL_OPTIONS"), *bc = env(S, "NNK_OPENCL_BINARY_CACHE");
+    S->binary_cache = !bc ? -1 : strcmp(bc, "0") == 0 ? 0 : strcmp(bc, "1") == 0 ? 1 : -2;
+    if (S->force > 3 || S->binary_cache == -2 ||
         (opts && strlen(opts) >= sizeof S->options)) {
         free(S);
-        return host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_FORCE must be 0..3, NNK_OPENCL_OPTIONS under %zu "
-                               "characters", sizeof S->options);
+        return host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_FORCE must be 0..3, NNK_OPENCL_BINARY_CACHE 0 or 1, "
+                               "NNK_OPENCL_OPTIONS under %zu characters", sizeof S->options);
     }
     if (opts)
         fmt(S->options, sizeof S->options, "%s", opts);
@@ -476,6 +480,19 @@ static const char *type_name(cl_device_type t)
                                                                                                            : "other";
 }
 
+/* Whether programs of device d go to and come from nnk's disk cache.
+ * Asking PoCL for a program's binary (CL_PROGRAM_BINARIES) makes it
+ * compile every kernel of the program for an unspecified local size,
+ * which no launch then uses (each launch compiles the kernel for its own
+ * local size): twice the LLVM work of a first launch, six times for a
+ * reduction's kernels.  PoCL keeps its own cache of both (POCL_CACHE_DIR),
+ * so for it the default is off; NNK_OPENCL_BINARY_CACHE=1 or 0 decides
+ * for every driver. */
+static bool binaries_cached(const ocl_state *S, const ocl_device *d)
+{
+    return S->binary_cache >= 0 ? S->binary_cache == 1 : !d->own_cache;
+}
+
 static const char *status(void *state)
 {
     ocl_state *S = state;
@@ -488,10 +505,11 @@ static const char *status(void *state)
     n += (size_t)snprintf(b + n, cap - n, "%d device%s:", S->ndevices, S->ndevices == 1 ? "" : "s");
     for (int i = 0; i < S->ndevices && n < cap; i++) {
         const ocl_device *d = &S->devs[i];
-        n += (size_t)snprintf(b + n, cap - n, "%s %d: %s [%s, %s, platform %s (%s), %s, driver %s, %llu MiB%s]",
+        n += (size_t)snprintf(b + n, cap - n, "%s %d: %s [%s, %s, platform %s (%s), %s, driver %s, %llu MiB%s%s]",
                               i ? ";" : "", i, d->name, type_name(d->type), d->vendor, d->platform_name,
                               d->platform_version, d->version, d->driver,
-                              (unsigned long long)(d->global_mem >> 20), d->unified ? ", host-unified memory" : "");
+                              (unsigned long long)(d->global_mem >> 20), d->unified ? ", host-unified memory" : "",
+                              binaries_cached(S, d) ? "" : ", binaries not in nnk's disk cache");
     }
     pthread_mutex_lock(&S->prog_lock);
     if (n < cap)
@@ -1031,7 +1049,7 @@ static nnk_status build_source(ocl_state *S, int32_t dev, const char *src, const
     pthread_mutex_unlock(&S->prog_lock);
     size_t bsize = 0;
     unsigned char *bin = NULL;
-    if (S->host->size >= offsetof(nnk_host_api, cache_store) + sizeof S->host->cache_store &&
+    if (binaries_cached(S, d) && S->host->size >= offsetof(nnk_host_api, cache_store) + sizeof S->host->cache_store &&
         S->cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL) == CL_SUCCESS && bsize > 0 &&
         bsize < ((size_t)1 << 30) && (bin = malloc(bsize)) &&
         S->cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
@@ -1045,7 +1063,8 @@ static nnk_status build_source(ocl_state *S, int32_t dev, const char *src, const
  * refuses it (then it is built again, and the entry rewritten). */
 static bool build_cached(ocl_state *S, int32_t dev, const char *opts, const char *key, cl_program *out)
 {
-    if (S->host->size < offsetof(nnk_host_api, cache_load) + sizeof S->host->cache_load)
+    if (!binaries_cached(S, &S->devs[dev]) ||
+        S->host->size < offsetof(nnk_host_api, cache_load) + sizeof S->host->cache_load)
         return false;
     void *data = NULL;
     size_t size = 0;
