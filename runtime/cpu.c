@@ -29,6 +29,27 @@ static nnk_status cpu_devices(void *state, nnk_device_info *out, int32_t cap)
     return NNK_OK;
 }
 
+/* The processor's vendor from /proc/cpuinfo ("vendor_id" on x86,
+ * "CPU implementer" elsewhere), the driver nnk itself, host memory. */
+static nnk_status cpu_props(void *state, int32_t device, nnk_device_props *out)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && !out->vendor[0] && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon || (strncmp(line, "vendor_id", 9) != 0 && strncmp(line, "CPU implementer", 15) != 0))
+            continue;
+        colon += 1 + strspn(colon + 1, " \t");
+        colon[strcspn(colon, "\n")] = 0;
+        snprintf(out->vendor, sizeof out->vendor, "%s", colon);
+    }
+    if (f)
+        fclose(f);
+    snprintf(out->driver_version, sizeof out->driver_version, "nnk %s", NNK_VERSION);
+    out->unified_memory = 1;
+    return NNK_OK;
+}
+
 static nnk_status cpu_sync(void *state, int32_t device)
 {
     return NNK_OK; /* launches and copies complete before they return */
@@ -107,4 +128,5 @@ const nnk_extension_ops rt_cpu_ops = {
     .kernel_load = cpu_load,
     .kernel_free = cpu_kernel_free,
     .launch = cpu_launch,
+    .get_device_props = cpu_props,
 };

@@ -506,6 +506,42 @@ nnk_status nnk_extension_get_devices(nnk_extension *ext, nnk_device_info *out, i
     return NNK_OK;
 }
 
+nnk_status nnk_extension_get_device_props(nnk_extension *ext, int32_t device, nnk_device_props *out)
+{
+    const size_t need = offsetof(nnk_device_props, unified_memory) + sizeof out->unified_memory;
+    if (!ext || !out || out->size < need)
+        return rt_error(NNK_EINVAL, "nnk_extension_get_device_props: %s", !ext ? "ext is NULL" : !out ? "out is NULL"
+                        : "out->size is below sizeof(nnk_device_props) of ABI 1 (set it to sizeof *out)");
+    rt_ext *e = &ext->ext;
+    if (device < 0 || device >= e->ndevices)
+        return rt_error(NNK_EINVAL, "nnk_extension_get_device_props: no device %d (extension '%s' has %d)", device,
+                        e->ops->name, e->ndevices);
+    nnk_device_info *all = calloc((size_t)device + 1, sizeof *all);
+    if (!all)
+        return rt_error(NNK_ENOMEM, "nnk_extension_get_device_props: out of memory");
+    nnk_status s = e->ops->get_devices(e->state, all, device + 1);
+    nnk_device_props p;
+    memset(&p, 0, sizeof p);
+    p.size = (uint32_t)sizeof p;
+    p.id = device;
+    memcpy(p.name, all[device].name, sizeof p.name);
+    p.name[sizeof p.name - 1] = 0;
+    p.total_memory = all[device].total_memory;
+    p.host_accessible = all[device].host_accessible != 0;
+    p.unified_memory = p.host_accessible ? 1 : -1;
+    free(all);
+    nnk_status (*hook)(void *, int32_t, nnk_device_props *) = RT_HOOK(e, get_device_props);
+    if (!s && hook)
+        s = hook(e->state, device, &p);
+    if (s)
+        return s;
+    p.vendor[sizeof p.vendor - 1] = p.driver_version[sizeof p.driver_version - 1] = 0;
+    const uint32_t size = out->size; /* the caller's members only */
+    memcpy(out, &p, size < sizeof p ? size : sizeof p);
+    out->size = size < sizeof p ? size : (uint32_t)sizeof p;
+    return NNK_OK;
+}
+
 nnk_status nnk_extension_clear_memory_cache(nnk_extension *ext, uint64_t *released)
 {
     if (!ext)

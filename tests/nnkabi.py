@@ -111,5 +111,12 @@ class DeviceInfo(ctypes.Structure):
                 ("host_accessible", ctypes.c_int32)]
 
 
+class DeviceProps(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("id", ctypes.c_int32), ("name", ctypes.c_char * 128),
+                ("vendor", ctypes.c_char * 128), ("driver_version", ctypes.c_char * 128),
+                ("total_memory", ctypes.c_uint64), ("host_accessible", ctypes.c_int32),
+                ("unified_memory", ctypes.c_int32)]
+
+
 class Slice(ctypes.Structure):
     _fields_ = [("start", ctypes.c_int64), ("stop", ctypes.c_int64), ("step", ctypes.c_int64)]

@@ -24,11 +24,15 @@ def list_extensions():
 class DeviceInfo(str):
     """A device id as NNabla's ``get_devices()`` gives it (the string ``'0'``,
     usable as ``device_id=``), with libnnk's description: ``id``, ``name``,
-    ``total_memory`` (bytes, 0 when unknown), ``host_accessible``."""
+    ``total_memory`` (bytes, 0 when unknown), ``host_accessible`` (nnk uses
+    its memory in place), ``vendor`` and ``driver_version`` ('' when
+    unknown), ``unified_memory`` (whether the device works in the host's
+    physical memory: True, False, or None when unknown)."""
 
-    def __new__(cls, id, name, total_memory, host_accessible):
+    def __new__(cls, id, name, total_memory, host_accessible, vendor="", driver_version="", unified_memory=None):
         self = super().__new__(cls, str(id))
         self.id, self.name, self.total_memory, self.host_accessible = id, name, total_memory, host_accessible
+        self.vendor, self.driver_version, self.unified_memory = vendor, driver_version, unified_memory
         return self
 
 

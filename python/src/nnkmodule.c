@@ -728,36 +728,39 @@ static PyObject *extension_get_device_count(ExtensionObject *o, PyObject *unused
     return PyLong_FromLong(n);
 }
 
-/* [(id, name, total_memory, host_accessible), ...]: ext_utils turns them into
- * DeviceInfo strings. */
+static PyObject *utf8(char *s, size_t cap)
+{
+    s[cap - 1] = 0;
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+/* [(id, name, total_memory, host_accessible, vendor, driver_version,
+ * unified_memory), ...] (nnk_extension_get_device_props): ext_utils turns
+ * them into DeviceInfo strings. */
 static PyObject *extension_device_info(ExtensionObject *o, PyObject *unused)
 {
     int32_t n;
     if (check(nnk_extension_get_device_count(o->ext, &n)) < 0)
         return NULL;
-    nnk_device_info *info = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *info);
-    if (!info)
-        return PyErr_NoMemory();
-    int32_t count = n;
-    if (check(nnk_extension_get_devices(o->ext, info, n, &count)) < 0) {
-        PyMem_Free(info);
-        return NULL;
-    }
-    if (count > n)
-        count = n;
-    PyObject *l = PyList_New(count);
-    for (int32_t i = 0; l && i < count; i++) {
-        info[i].name[sizeof info[i].name - 1] = 0;
-        PyObject *t = Py_BuildValue("(iNKO)", (int)info[i].id,
-                                    PyUnicode_DecodeUTF8(info[i].name, (Py_ssize_t)strlen(info[i].name), "replace"),
-                                    (unsigned long long)info[i].total_memory, info[i].host_accessible ? Py_True : Py_False);
+    PyObject *l = PyList_New(n > 0 ? n : 0);
+    for (int32_t i = 0; l && i < n; i++) {
+        nnk_device_props p;
+        memset(&p, 0, sizeof p);
+        p.size = sizeof p;
+        if (check(nnk_extension_get_device_props(o->ext, i, &p)) < 0) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyObject *t = Py_BuildValue("(iNKONNO)", (int)p.id, utf8(p.name, sizeof p.name),
+                                    (unsigned long long)p.total_memory, p.host_accessible ? Py_True : Py_False,
+                                    utf8(p.vendor, sizeof p.vendor), utf8(p.driver_version, sizeof p.driver_version),
+                                    p.unified_memory < 0 ? Py_None : p.unified_memory ? Py_True : Py_False);
         if (!t) {
             Py_CLEAR(l);
             break;
         }
         PyList_SET_ITEM(l, i, t);
     }
-    PyMem_Free(info);
     return l;
 }
 

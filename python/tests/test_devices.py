@@ -41,6 +41,8 @@ def test_device_arrays(host2, add):
     assert "host2" in ext_utils.list_extensions()
     devs = host2.get_devices()
     assert devs == ["0", "1"] and not devs[1].host_accessible
+    # an extension without get_device_props: what get_devices gave, the rest unknown
+    assert (devs[1].vendor, devs[1].driver_version, devs[1].unified_memory) == ("", "", None)
     ctx = host2.context(device_id=1)
     assert ctx.backend == ["host2:float", "cpu:float"]
     x = np.arange(6, dtype=np.float32)
@@ -69,3 +71,18 @@ def test_device_arrays(host2, add):
     assert host2.memory_stats(1)["bytes_in_use"] > 0
     del a, z, e, out
     assert host2.clear_memory_cache() >= 0
+
+
+def test_cpu_device_props():
+    """The cpu device: the processor's vendor as /proc/cpuinfo names it,
+    nnk as the driver, host memory."""
+    d = ext_utils.import_extension_module("cpu").get_devices()[0]
+    assert d.host_accessible and d.unified_memory is True
+    assert d.driver_version == "nnk " + nnk.__version__
+    try:
+        with open("/proc/cpuinfo") as f:
+            want = next((l.split(":", 1)[1].strip() for l in f
+                         if l.startswith("vendor_id") or l.startswith("CPU implementer")), "")
+    except OSError:
+        want = ""
+    assert d.vendor == want

@@ -43,6 +43,10 @@ def ctx(ocl):
 def test_contexts(ocl):
     devs = ocl.get_devices()
     assert len(devs) >= 1 and devs[0].total_memory > 0
+    # vendor, driver and unified memory as the status line says them
+    d = devs[0]
+    assert d.vendor and d.vendor in ocl.status and d.driver_version and d.driver_version in ocl.status
+    assert d.unified_memory is ("host-unified memory" in ocl.status.split(";")[0]) and not d.host_accessible
     assert ocl.context(device_id=0, type_config="half").backend == ["opencl:half", "opencl:float", "cpu:float"]
     assert ocl.context(platform="0", device_type="all").backend == ["opencl:float", "cpu:float"]
     with pytest.raises(nnk.ArgumentError):

@@ -291,6 +291,38 @@ static void test_devices_and_contexts(int32_t n)
     const char *st = nnk_extension_status(ext);
     CHECK(strstr(st, "driver") && strstr(st, "platform"), "status names platform and driver: '%s'", st);
     printf("status: %s\n", st);
+    /* the versioned description: vendor, driver, unified memory, as the status line has them */
+    for (int32_t i = 0; i < count && i < 8; i++) {
+        nnk_device_props p;
+        memset(&p, 0x55, sizeof p);
+        p.size = sizeof p;
+        CHECK(nnk_extension_get_device_props(ext, i, &p) == NNK_OK && p.size == sizeof p && p.id == i &&
+                  !strcmp(p.name, info[i].name) && p.total_memory == info[i].total_memory && !p.host_accessible &&
+                  p.vendor[0] && strstr(st, p.vendor) && p.driver_version[0] && strstr(st, p.driver_version) &&
+                  (p.unified_memory == 1) == (strstr(st, "host-unified memory") != NULL),
+              "device_props %d: %s", i, nnk_last_error());
+        printf("device %d: vendor '%s', driver '%s', unified memory %d\n", i, p.vendor, p.driver_version,
+               p.unified_memory);
+    }
+    {
+        /* a caller of a later header (a longer struct): the runtime fills its
+         * own members and says how many; an older, shorter one is refused */
+        struct {
+            nnk_device_props p;
+            char later[64];
+        } big;
+        memset(&big, 0x55, sizeof big);
+        big.p.size = sizeof big;
+        CHECK(nnk_extension_get_device_props(ext, 0, &big.p) == NNK_OK && big.p.size == sizeof big.p &&
+                  (unsigned char)big.later[0] == 0x55,
+              "a longer struct: size %u", big.p.size);
+        nnk_device_props p = {.size = (uint32_t)offsetof(nnk_device_props, unified_memory)};
+        CHECK(nnk_extension_get_device_props(ext, 0, &p) == NNK_EINVAL && strstr(nnk_last_error(), "size"),
+              "a short struct: %s", nnk_last_error());
+        p.size = sizeof p;
+        CHECK(nnk_extension_get_device_props(ext, count, &p) == NNK_EINVAL, "device %d of %d", count, count);
+        CHECK(nnk_extension_get_device_props(ext, 0, NULL) == NNK_EINVAL, "NULL out");
+    }
 
     nnk_context *ctx = NULL;
     CHECK(nnk_get_extension_context("opencl", "device_id=0 type_config=half", &ctx) == NNK_OK, "half: %s",

@@ -458,13 +458,13 @@ static nnk_status t_context(void *st, nnk_context_spec *spec)
 static const nnk_extension_ops budget_ops = {
     NNK_EXTENSION_ABI_VERSION, sizeof(nnk_extension_ops), "budget", "host memory with a 4 KiB budget",
     NNK_TARGET_NONE, NNK_EXT_HOST_MEMORY, t_init, t_fini, NULL, t_count, t_devices, t_sync, NULL,
-    t_alloc, t_free, t_zero, t_copy, NULL, t_load, t_kfree, t_launch, NULL, NULL, NULL,
+    t_alloc, t_free, t_zero, t_copy, NULL, t_load, t_kfree, t_launch, NULL, NULL, NULL, NULL,
 };
 
 static const nnk_extension_ops devsim_ops = {
     NNK_EXTENSION_ABI_VERSION, sizeof(nnk_extension_ops), "devsim", "memory only reachable through copy()",
     NNK_TARGET_NONE, 0, t_init, t_fini, t_context, t_count, t_devices, t_sync, NULL,
-    t_alloc, t_free, t_zero, t_copy, NULL, t_load, t_kfree, t_launch, NULL, NULL, NULL,
+    t_alloc, t_free, t_zero, t_copy, NULL, t_load, t_kfree, t_launch, NULL, NULL, NULL, NULL,
 };
 
 static void test_allocator(void)

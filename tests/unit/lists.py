@@ -70,6 +70,7 @@ for cls, kind, name, prefix in [(nnkabi.View, "struct", "nnk_view", False),
     check((want[:len(got)] if prefix else want) == got, "%s mirrors %s %s: %s, header %s" % (cls.__name__, kind, name,
                                                                                            got, want))
 for cls, name in [(nnkabi.MemoryStats, "nnk_memory_stats"), (nnkabi.DeviceInfo, "nnk_device_info"),
+                  (nnkabi.DeviceProps, "nnk_device_props"),
                   (nnkabi.Slice, "nnk_slice")]:
     want = members(nnk_h, "struct", name)
     got = [f[0] for f in cls._fields_]

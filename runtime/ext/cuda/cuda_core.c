@@ -30,20 +30,8 @@
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void fmt(char *buf, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *buf, size_t n, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, n, f, ap);
-    va_end(ap);
-}
-
-static const char *env(cu_state *S, const char *name)
-{
-    const char *v = S->host && S->host->getenv ? S->host->getenv(name) : getenv(name);
-    return v && *v ? v : NULL;
-}
+#define fmt ext_fmt /* ext_common.h */
+#define env(S, name) ext_env((S)->host, name)
 
 /* The file a dlopen handle came from. */
 static const char *loaded_path(void *h)
@@ -334,6 +322,20 @@ nnk_status cu_get_devices(cu_state *S, nnk_device_info *out, int32_t cap)
         out[i].total_memory = S->devs[i].total_memory;
         out[i].host_accessible = 0;
     }
+    return NNK_OK;
+}
+
+/* NVIDIA's devices; an integrated GPU (Jetson) works in host memory. */
+nnk_status cu_get_device_props(cu_state *S, int32_t device, nnk_device_props *out)
+{
+    snprintf(out->vendor, sizeof out->vendor, "NVIDIA Corporation");
+    snprintf(out->driver_version, sizeof out->driver_version, "CUDA %d.%d", S->driver_version / 1000,
+             S->driver_version % 1000 / 10);
+    int integrated = 0;
+    out->unified_memory = device < S->ndevices && S->cu.cuDeviceGetAttribute(&integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED,
+                                                                              S->devs[device].dev) == CUDA_SUCCESS
+                              ? integrated != 0
+                              : -1;
     return NNK_OK;
 }
 

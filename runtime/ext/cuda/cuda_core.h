@@ -14,6 +14,7 @@
 #include "cuda_api.h"
 #include "dispatch.h"
 #include "nnk/extension.h"
+#include "../ext_common.h"
 
 typedef struct cu_fns {
 #define NNK_X(name, sym, ret, args) ret(*name) args;
@@ -118,6 +119,7 @@ void cu_leave(cu_state *S);
 
 nnk_status cu_get_device_count(cu_state *S, int32_t *count);
 nnk_status cu_get_devices(cu_state *S, nnk_device_info *out, int32_t cap);
+nnk_status cu_get_device_props(cu_state *S, int32_t device, nnk_device_props *out);
 nnk_status cu_device_synchronize(cu_state *S, int32_t device);
 nnk_status cu_clear_memory_cache(cu_state *S);
 nnk_status cu_mem_alloc(cu_state *S, int32_t device, size_t bytes, void **ptr);

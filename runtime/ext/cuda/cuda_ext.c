@@ -19,6 +19,7 @@ static nnk_status init(const nnk_host_api *host, void **state)
 static void fini(void *state) { cu_fini(state); }
 static nnk_status get_device_count(void *st, int32_t *n) { return cu_get_device_count(st, n); }
 static nnk_status get_devices(void *st, nnk_device_info *o, int32_t cap) { return cu_get_devices(st, o, cap); }
+static nnk_status get_device_props(void *st, int32_t d, nnk_device_props *o) { return cu_get_device_props(st, d, o); }
 static nnk_status device_synchronize(void *st, int32_t d) { return cu_device_synchronize(st, d); }
 static nnk_status clear_memory_cache(void *st) { return cu_clear_memory_cache(st); }
 static nnk_status mem_alloc(void *st, int32_t d, size_t n, void **p) { return cu_mem_alloc(st, d, n, p); }
@@ -48,33 +49,13 @@ static nnk_status launch_stream(void *st, const nnk_kernel_desc *desc, const nnk
 }
 
 static const nnk_extension_ops ops = {
-    .abi_version = NNK_EXTENSION_ABI_VERSION,
-    .size = sizeof(nnk_extension_ops),
+    NNK_EXT_OPS_COMMON,
     .name = "cuda",
     .description = "NVIDIA GPUs: generated CUDA compiled by NVRTC, driver API (both loaded at run time)",
     .target = NNK_TARGET_CUDA,
-    .flags = 0,
-    .init = init,
-    .fini = fini,
     .context = NULL, /* the default: cuda:half (half), cuda:float, cpu:float */
-    .get_device_count = get_device_count,
-    .get_devices = get_devices,
-    .device_synchronize = device_synchronize,
-    .clear_memory_cache = clear_memory_cache,
-    .mem_alloc = mem_alloc,
-    .mem_free = mem_free,
-    .memset_zero = memset_zero,
-    .copy = copy,
-    .kernel_compile = kernel_compile,
     .kernel_load = kernel_load,
-    .kernel_free = kernel_free,
-    .launch = launch,
-    .status = status,
     .launch_stream = launch_stream,
 };
 
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi);
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi)
-{
-    return host_abi == NNK_EXTENSION_ABI_VERSION ? &ops : NULL;
-}
+NNK_EXT_ENTRY(ops)

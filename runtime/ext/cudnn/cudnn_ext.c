@@ -202,6 +202,10 @@ static nnk_status get_devices(void *st, nnk_device_info *o, int32_t cap)
 {
     return cu_get_devices(((dnn_state *)st)->cu, o, cap);
 }
+static nnk_status get_device_props(void *st, int32_t d, nnk_device_props *o)
+{
+    return cu_get_device_props(((dnn_state *)st)->cu, d, o);
+}
 static nnk_status device_synchronize(void *st, int32_t d) { return cu_device_synchronize(((dnn_state *)st)->cu, d); }
 static nnk_status clear_memory_cache(void *st) { return cu_clear_memory_cache(((dnn_state *)st)->cu); }
 static nnk_status mem_alloc(void *st, int32_t d, size_t n, void **p) { return cu_mem_alloc(((dnn_state *)st)->cu, d, n, p); }
@@ -387,33 +391,13 @@ static nnk_status launch(void *st, int32_t d, const nnk_ext_kernel *k, const nnk
 }
 
 static const nnk_extension_ops ops = {
-    .abi_version = NNK_EXTENSION_ABI_VERSION,
-    .size = sizeof(nnk_extension_ops),
+    NNK_EXT_OPS_COMMON,
     .name = "cudnn",
     .description = "NVIDIA GPUs with cuDNN for plain reductions; generated CUDA for everything else",
     .target = NNK_TARGET_CUDA,
-    .flags = 0,
-    .init = init,
-    .fini = fini,
     .context = context,
-    .get_device_count = get_device_count,
-    .get_devices = get_devices,
-    .device_synchronize = device_synchronize,
-    .clear_memory_cache = clear_memory_cache,
-    .mem_alloc = mem_alloc,
-    .mem_free = mem_free,
-    .memset_zero = memset_zero,
-    .copy = copy,
-    .kernel_compile = kernel_compile,
     .kernel_load = kernel_load,
-    .kernel_free = kernel_free,
-    .launch = launch,
-    .status = status,
     .launch_stream = launch_stream,
 };
 
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi);
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi)
-{
-    return host_abi == NNK_EXTENSION_ABI_VERSION ? &ops : NULL;
-}
+NNK_EXT_ENTRY(ops)

@@ -40,6 +40,7 @@
 #include "dispatch.h"
 #include "nnk/abi.h"
 #include "nnk/extension.h"
+#include "../ext_common.h"
 #include "opencl/plan.h"
 
 #define EXT "opencl"
@@ -141,20 +142,8 @@ static const struct {
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static void fmt(char *buf, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *buf, size_t n, const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, n, f, ap);
-    va_end(ap);
-}
-
-static const char *env(ocl_state *S, const char *name)
-{
-    const char *v = S->host && S->host->getenv ? S->host->getenv(name) : getenv(name);
-    return v && *v ? v : NULL;
-}
+#define fmt ext_fmt /* ext_common.h */
+#define env(S, name) ext_env((S)->host, name)
 
 static const char *cl_error_name(cl_int r)
 {
@@ -588,6 +577,21 @@ static nnk_status get_devices(void *state, nnk_device_info *out, int32_t cap)
          * line says whether the memory is unified */
         out[i].host_accessible = 0;
     }
+    return NNK_OK;
+}
+
+/* CL_DEVICE_VENDOR, CL_DRIVER_VERSION, CL_DEVICE_HOST_UNIFIED_MEMORY
+ * (deprecated in OpenCL 2.0 but answered by 1.2 and 3.0 drivers). */
+static nnk_status get_device_props(void *state, int32_t device, nnk_device_props *out)
+{
+    ocl_state *S = state;
+    nnk_status s = check_device(S, device);
+    if (s)
+        return s;
+    const ocl_device *d = &S->devs[device];
+    fmt(out->vendor, sizeof out->vendor, "%s", d->vendor);
+    fmt(out->driver_version, sizeof out->driver_version, "%s", d->driver);
+    out->unified_memory = d->unified == CL_TRUE;
     return NNK_OK;
 }
 
@@ -1571,35 +1575,15 @@ static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, c
 }
 
 static const nnk_extension_ops ops = {
-    .abi_version = NNK_EXTENSION_ABI_VERSION,
-    .size = sizeof(nnk_extension_ops),
+    NNK_EXT_OPS_COMMON,
     .name = EXT,
     .description = "OpenCL devices of every platform: generated OpenCL C built by the driver (libOpenCL.so.1 "
                    "loaded at run time)",
     .target = NNK_TARGET_OPENCL,
-    .flags = 0,
-    .init = init,
-    .fini = fini,
     .context = context,
-    .get_device_count = get_device_count,
-    .get_devices = get_devices,
-    .device_synchronize = device_synchronize,
-    .clear_memory_cache = clear_memory_cache,
-    .mem_alloc = mem_alloc,
-    .mem_free = mem_free,
-    .memset_zero = memset_zero,
-    .copy = copy,
-    .kernel_compile = kernel_compile,
     .kernel_load = NULL, /* no linked OpenCL code: modules only */
-    .kernel_free = kernel_free,
-    .launch = launch,
-    .status = status,
     .launch_stream = NULL,
     .copy_strided = copy_strided,
 };
 
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi);
-const nnk_extension_ops *nnk_extension_entry(uint32_t host_abi)
-{
-    return host_abi == NNK_EXTENSION_ABI_VERSION ? &ops : NULL;
-}
+NNK_EXT_ENTRY(ops)

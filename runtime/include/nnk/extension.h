@@ -235,6 +235,14 @@ typedef struct nnk_extension_ops {
     nnk_status (*copy_strided)(void *state, int32_t device, int32_t ndim, const int64_t *shape, void *dst,
                                const int64_t *dst_strides, const void *src, const int64_t *src_strides,
                                size_t elem_size);
+    /* The rest of device `device`'s description: the runtime passes *out
+     * zeroed but for size (the runtime's sizeof(nnk_device_props)), id,
+     * name, total_memory and host_accessible (from get_devices) and
+     * unified_memory (1 when host_accessible, else -1); the hook sets
+     * vendor, driver_version, unified_memory and whatever else it knows,
+     * and only members that out->size covers.  Without the hook the
+     * prefilled values are the answer. */
+    nnk_status (*get_device_props)(void *state, int32_t device, nnk_device_props *out);
 } nnk_extension_ops;
 
 /* The entry point a shared-object extension exports. */

@@ -88,6 +88,23 @@ typedef struct nnk_device_info {
     int32_t host_accessible;  /* its memory is host memory */
 } nnk_device_info;
 
+/* Everything get_devices() knows of one device
+ * (nnk_extension_get_device_props).  The caller sets `size` to
+ * sizeof(nnk_device_props) of its header; the runtime fills only the
+ * members that `size` covers, so later versions append members and old
+ * callers keep working. */
+typedef struct nnk_device_props {
+    uint32_t size;            /* in: sizeof(nnk_device_props) of the caller */
+    int32_t id;
+    char name[128];           /* as nnk_device_info's */
+    char vendor[128];         /* e.g. "NVIDIA Corporation", "AuthenticAMD"; "" when unknown */
+    char driver_version[128]; /* the driver's version string; "" when unknown */
+    uint64_t total_memory;    /* bytes, 0 when unknown */
+    int32_t host_accessible;  /* as nnk_device_info's: the runtime reads its memory directly */
+    int32_t unified_memory;   /* 1: the device works in the host's physical memory (a CPU device,
+                               * an integrated GPU), 0: memory of its own, -1: unknown */
+} nnk_device_props;
+
 /* Statistics of the caching allocator of one device. */
 typedef struct nnk_memory_stats {
     uint64_t bytes_in_use;    /* in blocks handed out (rounded to size classes) */
@@ -129,6 +146,10 @@ nnk_status nnk_extension_get_device_count(nnk_extension *ext, int32_t *count);
 /* Describes up to `cap` devices into out[0..), in id order; *count gets the
  * device count (which may exceed cap). */
 nnk_status nnk_extension_get_devices(nnk_extension *ext, nnk_device_info *out, int32_t cap, int32_t *count);
+/* Describes device `device` into *out, whose `size` the caller sets
+ * (nnk_device_props).  NNK_EINVAL for a size below the members of ABI 1's
+ * struct (through unified_memory) or a device out of range. */
+nnk_status nnk_extension_get_device_props(nnk_extension *ext, int32_t device, nnk_device_props *out);
 /* Releases every free block cached by the extension's allocators (all its
  * devices) back to the device, and asks the extension to drop its own
  * caches.  Blocks in use are untouched.  Returns the bytes released in
