@@ -700,9 +700,13 @@ void emit_read_scalars(const EmitOperands *o, const char *plan, const uint8_t *u
         if (used && !used[s])
             continue;
         char src[96];
-        snprintf(src, sizeof src, "%sscalars[%d].%s", plan, s, emit_scalar_member(o->scalar_type[s]));
-        buf_printf(out, "const %s s%d = ", ctype(o->scalar_type[s]), s);
-        emit_load(o->scalar_type[s], o->scalar_type[s], src, out);
+        Type st = o->scalar_type[s];
+        snprintf(src, sizeof src, "%sscalars[%d].%s", plan, s, emit_scalar_member(st));
+        buf_printf(out, "const %s s%d = ", ctype(st), s);
+        if (type_is_complex(st)) /* the union's pair of parts */
+            buf_printf(out, "nnk_mk_%s(%s.re, %s.im)", type_name(st), src, src);
+        else
+            emit_load(st, st, src, out);
         buf_puts(out, ";\n");
         if (!used)
             buf_printf(out, "(void)s%d;\n", s);
@@ -851,13 +855,19 @@ void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
                            p->type == T_F16 ? "h" : "b", nm);
             else if (type_is_float(p->type))
                 buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_f64(a_, (double)%s));\n", nm);
+            else if (type_is_complex(p->type))
+                buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_c128(a_, (double)%s.re, (double)%s.im));\n", nm, nm);
             else
                 buf_printf(&run_args, "NNK_FAT_TRY_(nnk_args_i64(a_, (int64_t)%s));\n", nm);
         }
     }
-    for (int s = 0; s < o->nscalars; s++)
-        buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, emit_scalar_member(o->scalar_type[s]),
-                   c_param(o, o->scalar_name[s]));
+    for (int s = 0; s < o->nscalars; s++) {
+        const char *m = emit_scalar_member(o->scalar_type[s]), *nm = c_param(o, o->scalar_name[s]);
+        if (type_is_complex(o->scalar_type[s]))
+            buf_printf(&fill, "p_.scalars[%d].%s.re = %s.re;\np_.scalars[%d].%s.im = %s.im;\n", s, m, nm, s, m, nm);
+        else
+            buf_printf(&fill, "p_.scalars[%d].%s = %s;\n", s, m, nm);
+    }
     tset(e, "api_params", emit_str(c, &api));
     tsetf(e, "strided_api_params_tail", "%s%s", sp.len ? ", " : "", sp.data ? sp.data : "");
     tset(e, "strided_api_params", sp.len ? emit_str(c, &sp) : "void");

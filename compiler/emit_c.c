@@ -200,9 +200,16 @@ static void desc_params(const EmitOperands *g, TDict *d)
         if (p->has_default) {
             Value dv = value_cast(p->dflt, p->type);
             const char *m = emit_scalar_member(p->type);
-            if (p->type == T_F16 || p->type == T_BF16)
+            if (p->type == T_F16 || p->type == T_BF16) {
                 buf_printf(&v, ".u16 = 0x%04x", p->type == T_F16 ? nnkc_f64_to_f16(dv.v.f) : nnkc_f64_to_bf16(dv.v.f));
-            else {
+            } else if (type_is_complex(p->type)) {
+                Type pt = type_part(p->type);
+                buf_printf(&v, ".%s = {", m);
+                emit_literal(value_float(pt, dv.v.f), pt, &v);
+                buf_puts(&v, ", ");
+                emit_literal(value_float(pt, dv.im), pt, &v);
+                buf_puts(&v, "}");
+            } else {
                 buf_printf(&v, ".%s = ", m);
                 emit_literal(dv, p->type, &v);
             }

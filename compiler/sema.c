@@ -138,7 +138,9 @@ static Expr *convert(Ctx *x, Expr *e, Type to, bool implicit)
                          type_name((Type)e->type), type_name(to));
         } else if (is_const(e) && type_is_weak((Type)e->type) && to < T_NSCALAR) {
             Value v = value_cast(e->value, to);
-            if (value_as_double(v) != value_as_double(e->value) && !(e->value.v.f != e->value.v.f)) {
+            /* (an imaginary literal meeting a real type loses its imaginary part) */
+            bool lost_im = e->type == T_WCOMPLEX && !type_is_complex(to) && e->value.im != 0;
+            if ((value_as_double(v) != value_as_double(e->value) && !(e->value.v.f != e->value.v.f)) || lost_im) {
                 Buf b = {0};
                 value_format(e->value, &b, false);
                 diag_warning(x->c, e->range, "literal %s does not fit '%s' exactly [-Wconversion]", b.data, type_name(to));
@@ -1509,13 +1511,6 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         if (ip->tensor && storage && storage[si] != T_NONE)
             ip->storage = storage[si];
         si += ip->tensor;
-        if (!ip->tensor && type_is_complex(ip->type)) {
-            /* nnk_scalar (nnk/abi.h) holds 8 bytes: a c128 does not fit */
-            diag_error(c, p->ty.range, "scalar parameter '%s' cannot be %s", p->name, type_name(ip->type));
-            diag_note_plain(c, "pass a complex scalar as a tensor ('%s: %s[]' broadcasts a one-element array), or "
-                               "as its real and imaginary parts", p->name, type_name(ip->type));
-            ip->type = T_ERROR;
-        }
         Expr *pv = mk(&x, E_PARAM, ip->type, p->range);
         pv->index = i;
         pv->vary = ip->tensor && !ip->raw ? VARY_ELEM : VARY_UNIFORM;

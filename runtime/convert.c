@@ -99,9 +99,8 @@ void rt_copy_strided(int32_t ndim, const int64_t *shape, void *dst, nnk_dtype dt
 
 nnk_scalar rt_scalar_from_f64(nnk_dtype t, double x)
 {
-    nnk_scalar s = {0};
-    if (t == NNK_C64 || t == NNK_C128)
-        return s; /* no complex scalar parameters (a c128 is 16 bytes) */
+    nnk_scalar s;
+    memset(&s, 0, sizeof s); /* all 16 bytes: {0} sets only the first member */
     Value v = value_cast(value_float(T_F64, x), (Type)t);
     store((char *)&s, t, v);
     return s;
@@ -109,10 +108,19 @@ nnk_scalar rt_scalar_from_f64(nnk_dtype t, double x)
 
 nnk_scalar rt_scalar_from_i64(nnk_dtype t, int64_t x)
 {
-    nnk_scalar s = {0};
-    if (t == NNK_C64 || t == NNK_C128)
-        return s;
+    nnk_scalar s;
+    memset(&s, 0, sizeof s); /* all 16 bytes: {0} sets only the first member */
     Value v = value_cast(value_int(T_I64, x), (Type)t);
+    store((char *)&s, t, v);
+    return s;
+}
+
+/* (store() writes a complex value as its two parts: the c64 / c128 member) */
+nnk_scalar rt_scalar_from_c128(nnk_dtype t, double re, double im)
+{
+    nnk_scalar s;
+    memset(&s, 0, sizeof s); /* all 16 bytes: {0} sets only the first member */
+    Value v = value_cast(value_complex(T_C128, re, im), (Type)t);
     store((char *)&s, t, v);
     return s;
 }

@@ -136,6 +136,17 @@ nnk_status nnk_args_named_i64(nnk_args *a, const char *name, int64_t v)
                 : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
 }
 
+nnk_status nnk_args_c128(nnk_args *a, double re, double im)
+{
+    return push(a, NULL, NULL, (rt_value){RT_C128, {.c = {re, im}}}, false, __func__);
+}
+
+nnk_status nnk_args_named_c128(nnk_args *a, const char *name, double re, double im)
+{
+    return name ? push(a, name, NULL, (rt_value){RT_C128, {.c = {re, im}}}, false, __func__)
+                : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+}
+
 nnk_status nnk_args_out(nnk_args *a, nnk_array *y)
 {
     return y ? push(a, NULL, y, (rt_value){0}, true, __func__) : rt_error(NNK_EINVAL, "%s: the array is NULL", __func__);
@@ -845,8 +856,12 @@ static nnk_status launch(call *c, nnk_args *a)
             return rt_error(NNK_EINTERNAL, "kernel '%s' has more than %d scalar parameters", k->name, NNK_MAX_SCALARS);
         const rt_value *v = c->slot[p] ? &c->slot[p]->value : &k->defaults[p];
         nnk_dtype t = (nnk_dtype)pd->dtype;
+        if (v->kind == RT_C128 && t != NNK_C64 && t != NNK_C128)
+            return rt_error(NNK_EDTYPE, "kernel '%s': scalar parameter '%s' is %s, but its argument is complex",
+                            k->name, pd->name, nnk_dtype_name(t));
         plan.scalars[j++] = v->kind == RT_F64 ? rt_scalar_from_f64(t, v->v.f)
                             : v->kind == RT_I64 ? rt_scalar_from_i64(t, v->v.i)
+                            : v->kind == RT_C128 ? rt_scalar_from_c128(t, v->v.c[0], v->v.c[1])
                                                 : pd->dflt;
     }
     if (d->argmax_empty_error && plan.nreduced == 0 && plan.nkept > 0)

@@ -223,12 +223,13 @@ static void fill_interface(nnk_kernel *k, rt_instance *inst)
         /* a scalar's default as the launch passes it when the call gives
          * none (generated C carries its own descriptor; CUDA and OpenCL
          * code is launched with this one) */
-        pd->dflt = (nnk_scalar){0};
+        memset(&pd->dflt, 0, sizeof pd->dflt);
         const NnkcKernelInfo *info = k->info;
         if (!pm->tensor && pm->has_default && info && p < info->nparams) {
             const nnk_dtype t = (nnk_dtype)pd->dtype;
             const Value v = value_cast(info->params[p].dflt, (Type)t);
-            pd->dflt = t == NNK_F16 || t == NNK_BF16 || t == NNK_F32 || t == NNK_F64 ? rt_scalar_from_f64(t, v.v.f)
+            pd->dflt = t == NNK_C64 || t == NNK_C128 ? rt_scalar_from_c128(t, v.v.f, v.im)
+                       : t == NNK_F16 || t == NNK_BF16 || t == NNK_F32 || t == NNK_F64 ? rt_scalar_from_f64(t, v.v.f)
                        : t >= NNK_U8 && t <= NNK_U64                                   ? rt_scalar_from_i64(t, (int64_t)v.v.u)
                                                                                        : rt_scalar_from_i64(t, v.v.i);
         }

@@ -79,11 +79,21 @@ class View(ctypes.Structure):
                 ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64))]
 
 
+class C64(ctypes.Structure):
+    """nnk_c64 (and nnk_scalar's c64 member) by value: real part first."""
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class C128(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_double), ("im", ctypes.c_double)]
+
+
 class Scalar(ctypes.Union):
+    # the complex members make it 16 bytes (ABI version 2)
     _fields_ = [("i64", ctypes.c_int64), ("u64", ctypes.c_uint64), ("f64", ctypes.c_double),
                 ("f32", ctypes.c_float), ("i32", ctypes.c_int32), ("u32", ctypes.c_uint32),
                 ("i16", ctypes.c_int16), ("u16", ctypes.c_uint16), ("i8", ctypes.c_int8),
-                ("u8", ctypes.c_uint8), ("b", ctypes.c_uint8)]
+                ("u8", ctypes.c_uint8), ("b", ctypes.c_uint8), ("c64", C64), ("c128", C128)]
 
 
 class ParamDesc(ctypes.Structure):

@@ -1659,8 +1659,9 @@ static int add_scalar(nnk_args *A, const char *name, PyObject *o)
         return check(name ? nnk_args_named_f64(A, name, v) : nnk_args_f64(A, v)) < 0 ? -1 : 1;
     }
     if (PyComplex_Check(o)) {
-        fail(NNK_EDTYPE, "complex scalar %R: nnk has no complex dtype", o);
-        return -1;
+        Py_complex z = PyComplex_AsCComplex(o);
+        return check(name ? nnk_args_named_c128(A, name, z.real, z.imag) : nnk_args_c128(A, z.real, z.imag)) < 0
+                   ? -1 : 1;
     }
     if (is_numpy_scalar(o)) {
         PyObject *item = PyObject_CallMethod(o, "item", NULL);   /* np.float32(2) -> 2.0 */

@@ -4,7 +4,7 @@ The jit cases are our own translations of PyTorch's test/test_jiterator.py
 (TestPythonJiterator): test_all_dtype_contiguous and
 test_all_dtype_noncontiguous (alpha * x + beta * y over pairs of dtypes,
 here every pair with a complex member), test_extra_args (alpha and beta
-per call), test_various_num_inputs and test_various_num_outputs, on
+per call; with `T alpha` of a complex T, complex scalars), test_various_num_inputs and test_various_num_outputs, on
 complex dtypes.  PyTorch compares with torch's own eager result; here the
 reference is numpy's, within rtol 4 eps of the result's part type (the
 sums of products round once or twice), the dtype as language.md's
@@ -151,6 +151,33 @@ def test_dtype_errors():
     mod = nnk.compile("elementwise twice(z: c128[]) -> (y: c128[]) { y = 2 * z; }")
     y = mod.twice(np.arange(3, dtype=np.float32))
     assert y.dtype == np.complex128 and y.tolist() == [0j, 2 + 0j, 4 + 0j]
-    with pytest.raises(nnk.CompileError) as e:
-        nnk.compile("elementwise s(x: c64[], a: c64) -> (y: c64[]) { y = a * x; }")
-    assert "scalar parameter 'a' cannot be c64" in str(e.value)
+    # a complex scalar for a real parameter is refused at the call
+    mod = nnk.compile("elementwise s(x: f32[], a: f32) -> (y: f32[]) { y = a * x; }")
+    with pytest.raises(nnk.DTypeError) as e:
+        mod.s(np.ones(3, np.float32), 1j)
+    assert "'a' is f32, but its argument is complex" in str(e.value)
+
+
+# jiterator's `T alpha` with a complex T: the scalars are complex too
+# (nnk_scalar's c64 / c128 members, nnk_args_c128)
+TYPED = """
+elementwise my_fused_kernel<T: num>(x: T[], y: T[], alpha: T = 1, beta: T = 1) -> (z: T[]) {
+    z = alpha * x + beta * y;
+}"""
+typed_fn = nnk.jiterator._create_jit_fn(TYPED, alpha=1, beta=1)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("alpha", [1 + 2j, -0.5j, 3, None])
+@pytest.mark.parametrize("beta", [2.5 - 1j, -4.2, None])
+def test_complex_scalar_args(dtype, alpha, beta):
+    rng = np.random.default_rng(10)
+    a, b = buffer(dtype, 1000, rng), buffer(dtype, 1000, rng)
+    extra = {k: v for k, v in (("alpha", alpha), ("beta", beta)) if v is not None}
+    expected = ref_fn(a, b, **{k: np.dtype(dtype).type(v) for k, v in extra.items()})
+    check(typed_fn(a, b, **extra), expected, np.dtype(dtype))
+    # positionally, and with a complex default
+    mod = nnk.compile("elementwise rot<T: complex>(x: T[], w: T = 0.5 - 2j) -> (y: T[]) { y = x * w; }")
+    check(mod.rot(a), a * np.dtype(dtype).type(0.5 - 2j), np.dtype(dtype))
+    check(mod.rot(a, 1j), a * np.dtype(dtype).type(1j), np.dtype(dtype))
+    check(mod.rot(a, np.complex64(2 - 1j)), a * np.dtype(dtype).type(2 - 1j), np.dtype(dtype))

@@ -17,7 +17,7 @@
 #ifndef NNK_CL_PLAN_H
 #define NNK_CL_PLAN_H
 
-#define NNK_CL_ABI_VERSION 1
+#define NNK_CL_ABI_VERSION 2 /* 2: nnk_scalar is 16 bytes (complex members, nnk/abi.h) */
 #define NNK_CL_MAX_DIMS 8
 #define NNK_CL_MAX_TENSORS 16
 #define NNK_CL_MAX_SCALARS 16
@@ -46,6 +46,9 @@ typedef union nnk_scalar {
     int8_t i8;
     uint8_t u8;
     uint8_t b;
+    struct { float re, im; } c64;
+    struct { double re, im; } c128;
+    int64_t size_[2]; /* 16 bytes as the host's, double or not */
 } nnk_scalar;
 #endif
 

@@ -274,6 +274,8 @@ class Param:
         self.raw = bool(d.flags & PARAM_RAW)      # read by index: no part in the iteration space
         m = {"bool": "b", "f16": "u16", "bf16": "u16"}.get(self.dtype, self.dtype)
         self.default = getattr(d.dflt, m) if self.has_default else None
+        if self.has_default and self.dtype in ("c64", "c128"):
+            self.default = complex(self.default.re, self.default.im)
 
 
 class Error(Exception):
@@ -318,6 +320,9 @@ class Kernel:
             return CT[p.dtype](1 if v else 0)
         if p.dtype in ("f32", "f64"):
             return CT[p.dtype](float(v))
+        if p.dtype in ("c64", "c128"):   # nnk_c64 / nnk_c128 by value
+            z = complex(v)
+            return (nnkabi.C64 if p.dtype == "c64" else nnkabi.C128)(z.real, z.imag)
         return CT[p.dtype](int(v))
 
     def __call__(self, *args, axes=None, keepdims=False, out=None, raw=False, **kw):
@@ -351,7 +356,7 @@ class Kernel:
                 views.append(view_of(a, keep))
             else:
                 if v is None:
-                    cargs.append(CT[p.dtype](p.default))
+                    cargs.append(self._scalar(p, p.default) if p.dtype in ("c64", "c128") else CT[p.dtype](p.default))
                 else:
                     cargs.append(self._scalar(p, v))
         # output shapes

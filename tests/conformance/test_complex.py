@@ -314,6 +314,32 @@ def test_imaginary_literals():
     same_bits(s, pack(re + np.float32(4), im - np.float32(0), "c64"), "c64(x, x) * (3 * 1j) - 2j * 2j")
 
 
+def test_complex_scalar_parameters():
+    """a: c64 / c128 scalar arguments (nnk_scalar's pair of parts), through
+    NAME_strided, the contiguous entry and a default: bit-exact against
+    numpy's formula for a * x + y."""
+    for t in CT:
+        x, y = cz(t), cz(t)
+        for a in (1.5 - 2j, -0.25j, complex(3, 0), complex(-0.0, 1e30)):
+            av = np.array([a] * x.size, NPT[t])
+            re, im = ref_mul(av, x)[1]
+            want = pack(re + np.real(y), im + np.imag(y), t)
+            same_bits(getattr(K(), "zaxpy_" + t)(a, x, y), want, "zaxpy<%s> a=%s" % (t, a))
+            same_bits(C.contig_call(getattr(K(), "zaxpy_" + t), x.size, a, x, y), want,
+                      "zaxpy<%s> contiguous a=%s" % (t, a))
+    x = rng.uniform(-3, 3, 50).astype(np.float32)
+    k = K().zrot
+    C.check(k.inputs[1].default == complex(np.complex64(0.5 - 2j)), "zrot: the default %s" % k.inputs[1].default)
+    for w in (None, 1j, 2 + 3j):
+        got = k(x) if w is None else k(x, w)
+        wv = np.array([0.5 - 2j if w is None else w] * x.size, np.complex64)
+        re, im = ref_mul(pack(x, np.zeros_like(x), "c64"), wv)[1]
+        same_bits(got, pack(re, im, "c64"), "zrot w=%s" % w)
+    z = cz("c128", 300)
+    r = K().zdot(z, 0.5 + 1j, 2 - 1j, axes=None)
+    close_norm(r, (z * (0.5 + 1j)).sum() + np.complex64(2 - 1j), "c128", 300, "zdot")
+
+
 def test_reductions():
     for t in CT:
         n = 1000

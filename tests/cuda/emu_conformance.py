@@ -271,7 +271,8 @@ class EmuStrided:
         naxes, axes, views, scalars, nin = parse_call(k, ordered)
         sc = (C.Scalar * max(len(scalars), 1))()
         for i, (p, a) in enumerate(scalars):
-            setattr(sc[i], C.nnkabi.MEMBER[p.dtype], a.value)
+            # (a complex one is an nnk_c64 / nnk_c128 structure: the member as it is)
+            setattr(sc[i], C.nnkabi.MEMBER[p.dtype], a if p.dtype in ("c64", "c128") else a.value)
         vptrs = (ctypes.c_void_p * len(views))(*[ctypes.addressof(v) for v in views])
         reduced = (ctypes.c_uint8 * len(views))(*([0] * nin + [int(p.reduced) for p in k.outputs]))
         outs = [_view_array(v, C.NP[p.dtype]) for v, p in zip(views[nin:], k.outputs)]

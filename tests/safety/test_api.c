@@ -152,6 +152,9 @@ EINVAL_ROW(r_args_named_f64_name, nnk_args_named_f64(args, NULL, 1))
 EINVAL_ROW(r_args_i64, nnk_args_i64(NULL, 1))
 EINVAL_ROW(r_args_named_i64_a, nnk_args_named_i64(NULL, "s", 1))
 EINVAL_ROW(r_args_named_i64_name, nnk_args_named_i64(args, NULL, 1))
+EINVAL_ROW(r_args_c128, nnk_args_c128(NULL, 1, 2))
+EINVAL_ROW(r_args_named_c128_a, nnk_args_named_c128(NULL, "s", 1, 2))
+EINVAL_ROW(r_args_named_c128_name, nnk_args_named_c128(args, NULL, 1, 2))
 EINVAL_ROW(r_args_out_a, nnk_args_out(NULL, arr))
 EINVAL_ROW(r_args_out_y, nnk_args_out(args, NULL))
 EINVAL_ROW(r_args_axes_a, nnk_args_axes(NULL, 1, perm))
@@ -313,7 +316,8 @@ static const struct { const char *what; int (*run)(void); } rows[] = {
     R(r_launch_desc_args), R(r_launch_stream_desc), R(r_launch_stream_plan),
     R(r_args_new), R(r_args_array_a), R(r_args_array_x), R(r_args_named_array_a), R(r_args_named_array_name),
     R(r_args_named_array_x), R(r_args_f64), R(r_args_named_f64_a), R(r_args_named_f64_name), R(r_args_i64),
-    R(r_args_named_i64_a), R(r_args_named_i64_name), R(r_args_out_a), R(r_args_out_y), R(r_args_axes_a),
+    R(r_args_named_i64_a), R(r_args_named_i64_name), R(r_args_c128), R(r_args_named_c128_a),
+    R(r_args_named_c128_name), R(r_args_out_a), R(r_args_out_y), R(r_args_axes_a),
     R(r_args_axes_axes), R(r_args_keepdims), R(r_args_context_a), R(r_args_output_a), R(r_args_output_out),
     R(r_launch_k), R(r_launch_args), R(r_jit_code), R(r_jit_out), R(r_jit_call_fn), R(r_jit_call_args),
     R(r_host_run_desc), R(r_host_run_plan), R(r_host_compile_src), R(r_host_compile_sym), R(r_host_compile_out),

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #endif
 
-#define NNK_ABI_VERSION 1
+#define NNK_ABI_VERSION 2 /* 2: nnk_scalar holds complex values (16 bytes) */
 #define NNK_MAX_DIMS 16      /* rank of an array or iteration space */
 #define NNK_MAX_TENSORS 32   /* tensor parameters + outputs of a kernel */
 #define NNK_MAX_SCALARS 32   /* scalar parameters of a kernel */
@@ -29,7 +29,10 @@ typedef enum nnk_dtype {
 typedef uint16_t nnk_f16;
 typedef uint16_t nnk_bf16;
 
-/* A scalar argument, read through the member of the parameter's type. */
+/* A scalar argument, read through the member of the parameter's type
+ * (types.def's member column); a complex one as its real and imaginary
+ * parts (numpy's complex64 / complex128 layout), which makes the union 16
+ * bytes (ABI version 2).  i64 stays first, so that {0} initializes it. */
 typedef union nnk_scalar {
     int64_t i64;
     uint64_t u64;
@@ -42,6 +45,8 @@ typedef union nnk_scalar {
     int8_t i8;
     uint8_t u8;
     uint8_t b;
+    struct { float re, im; } c64;
+    struct { double re, im; } c128;
 } nnk_scalar;
 
 /* An array view: the address of element (0, ..., 0) and, per dimension,
