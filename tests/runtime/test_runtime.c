@@ -1226,6 +1226,65 @@ static void test_determinism(void)
     CU_ASSERT_EQUAL(memcmp(many, whole, sizeof many), 0);
 }
 
+/* An elementwise kernel with a transposed input runs in tiles (exec.c):
+ * every element as in the flat order, for slices whose sides are not
+ * multiples of the tile, a broadcast row, 1 and 2 threads. */
+static void test_transposed_tiles(void)
+{
+    enum { S = 3, R = 130, C = 197 };
+    /* x: [S, C, R] in memory, passed as its view [S, R, C] */
+    float *xm = malloc(sizeof(float) * S * R * C), *y = malloc(sizeof(float) * S * R * C), b[C];
+    float *z = malloc(sizeof(float) * S * R * C);
+    for (int64_t i = 0; i < (int64_t)S * R * C; i++)
+        xm[i] = (float)(i % 1013) * 0.37f - 100, y[i] = (float)(i % 777) * 1.3f;
+    for (int c = 0; c < C; c++)
+        b[c] = 1 + (float)c / 7;
+    int64_t xs[] = {S, R, C}, xst[] = {(int64_t)R * C, 1, R}, bs[] = {C};
+    for (int threads = 1; threads <= 2; threads++) {
+        /* nnk_shutdown unloads the JIT's objects: a module of its own each time */
+        setenv("NNK_NUM_THREADS", threads == 1 ? "1" : "2", 1);
+        nnk_shutdown();
+        nnk_module *m;
+        OK(nnk_module_compile(NULL, "elementwise f(x: f32[], y: f32[], b: f32[]) -> (z: f32[]) { z = x * 3 - y / b; }",
+                              NULL, &m));
+        nnk_kernel *k;
+        OK(nnk_module_kernel(m, "f", &k));
+        nnk_array *ax, *ay, *ab, *az;
+        OK(nnk_array_wrap(NNK_F32, 3, xs, xst, xm, &ax));
+        OK(nnk_array_wrap(NNK_F32, 3, xs, NULL, y, &ay));
+        OK(nnk_array_wrap(NNK_F32, 1, bs, NULL, b, &ab));
+        memset(z, 0xff, sizeof(float) * S * R * C);
+        OK(nnk_array_wrap(NNK_F32, 3, xs, NULL, z, &az));
+        nnk_args *a;
+        OK(nnk_args_new(&a));
+        OK(nnk_args_array(a, ax));
+        OK(nnk_args_array(a, ay));
+        OK(nnk_args_array(a, ab));
+        OK(nnk_args_out(a, az));
+        OK(nnk_launch(k, a));
+        int bad = 0;
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t i = (s * R + r) * C + c;
+                    volatile float t = xm[(s * C + c) * R + r] * 3, q = y[i] / b[c], want = t - q;
+                    bad += memcmp(&z[i], (const void *)&want, sizeof want) != 0;
+                }
+        CU_ASSERT_EQUAL(bad, 0);
+        nnk_args_free(a);
+        nnk_array_free(ax);
+        nnk_array_free(ay);
+        nnk_array_free(ab);
+        nnk_array_free(az);
+        nnk_module_free(m);
+    }
+    unsetenv("NNK_NUM_THREADS");
+    nnk_shutdown();
+    free(xm);
+    free(y);
+    free(z);
+}
+
 static void test_jit_fn(void)
 {
     nnk_jit_fn *fn;
@@ -1656,6 +1715,7 @@ static const CunitTest tests_runtime[] = {
     {"jit_fn_stored_readback", test_jit_fn_stored_readback},
     {"lazy_generic", test_lazy_generic},
     {"inplace", test_inplace},
+    {"transposed_tiles", test_transposed_tiles},
     {NULL},
 };
 
