@@ -918,7 +918,7 @@ void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
     tbool(e, "has_cuda", opt->with_cuda);
     tset(e, "cuda_symbol", opt->with_cuda ? arena_printf(c->arena, "\"%s\"", in->name) : "0");
     tset(e, "cuda_image", opt->with_cuda ? "nnk_fatbin_" : "0");
-    tset(e, "cuda_image_size", opt->with_cuda ? "(sizeof nnk_fatbin_ - 1)" : "0");
+    tset(e, "cuda_image_size", opt->with_cuda ? "NNK_FATBIN_SIZE_" : "0");
 }
 
 /* Emits the nodes of `need` whose level is in [lo, hi]. */

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,26 +105,63 @@ const char *fatobj_nvcc(void)
     return strcmp(NNK_NVCC, "no") == 0 || !*NNK_NVCC ? NULL : NNK_NVCC;
 }
 
-/* ---- running nvcc ---------------------------------------------------------------------- */
+/* ---- the CUDA plan ---------------------------------------------------------------------- */
 
-/* Runs argv (spawn.c) with its output collected in *log; the exit status, or -1. */
-static int run_tool(char *const *argv, Buf *log)
+/* What the fatbin holds for an arch list: SASS once per architecture
+ * family (the SASS of X.y runs on every X.z with z >= y, so sm_86 next
+ * to sm_80 adds nothing; arch-specific variants are kept), PTX of the
+ * newest arch that is not arch-specific, and the virtual arch cicc
+ * compiles for: the oldest of them all.  The generated CUDA has no code
+ * that depends on __CUDA_ARCH__, so NVVM's PTX for compute_75 and for
+ * compute_90 differ in their .target line only, and ptxas makes the same
+ * SASS of either (docs/cuda-backend.md): one cicc run serves every arch. */
+typedef struct Plan {
+    Arch sass[32];
+    int nsass;
+    int ptx;  /* arch number of the PTX entry, 0: none (only arch-specific entries) */
+    int base; /* the virtual arch of the one cicc run */
+} Plan;
+
+static void plan_archs(const Arch *a, int na, Plan *p)
 {
-    enum { CAP = 65536 };
-    char *out = malloc(CAP);
-    if (!out)
-        return -1;
-    NnkcTool t = {.out = out, .outcap = CAP, .timeout_ms = nnkc_tool_timeout_ms()};
-    int st = nnkc_tool_run(argv, &t);
-    buf_put(log, out, t.outlen);
-    free(out);
-    if (t.timed_out)
-        buf_printf(log, "%s did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)\n", argv[0],
-                   (double)t.timeout_ms / 1000.0);
-    else if (st < 0)
-        buf_printf(log, "cannot run %s: %s\n", argv[0], strerror(t.err));
-    return st;
+    p->nsass = 0;
+    p->ptx = 0;
+    p->base = a[0].num;
+    for (int i = 0; i < na; i++) {
+        if (!a[i].variant)
+            p->ptx = a[i].num; /* ascending: the newest */
+        if (a[i].num < p->base)
+            p->base = a[i].num;
+        bool covered = false;
+        for (int j = 0; j < na; j++)
+            covered |= !a[i].variant && !a[j].variant && a[j].num / 10 == a[i].num / 10 && a[j].num < a[i].num;
+        if (!covered)
+            p->sass[p->nsass++] = a[i];
+    }
 }
+
+/* ---- finding the toolkit's tools ---------------------------------------------------------------- */
+
+/* ptxas or fatbinary: next to nvcc (its real location, then as named),
+ * else on PATH; NULL when none is there. */
+static char *toolkit_tool(Arena *ar, const char *nvcc, const char *tool)
+{
+    char found[PATH_MAX], real[PATH_MAX];
+    if (!nnkc_find_program(nvcc, found, sizeof found))
+        return NULL;
+    const char *dirs[2] = {realpath(found, real) ? real : NULL, found};
+    for (int i = 0; i < 2; i++) {
+        if (!dirs[i])
+            continue;
+        const char *slash = strrchr(dirs[i], '/');
+        char *cand = arena_printf(ar, "%.*s/%s", (int)(slash - dirs[i]), dirs[i], tool);
+        if (access(cand, X_OK) == 0)
+            return cand;
+    }
+    return nnkc_find_program(tool, found, sizeof found) ? arena_strdup(ar, found) : NULL;
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
 
 static bool read_all(const char *path, unsigned char **data, size_t *size)
 {
@@ -142,155 +180,348 @@ static bool read_all(const char *path, unsigned char **data, size_t *size)
     return ok && *data;
 }
 
-unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
-                             const char *archs, int opt_level, bool fmad, size_t *size, char **err)
+static bool write_all(const char *path, const void *data, size_t len)
 {
-    *err = NULL;
-    Arch a[32];
-    const char *bad;
-    size_t badlen;
-    int na = parse_archs(archs, a, 32, &bad, &badlen);
-    Buf msg = {0};
-    if (na < 0) {
-        buf_printf(&msg, "bad --cuda-arch entry '%.*s'", (int)badlen, bad);
-        *err = buf_detach(&msg);
-        return NULL;
-    }
-    Buf cu = {0};
-    emit_cuda_file(c, instances, opt, &cu);
-
-    const char *tmpdir = getenv("TMPDIR");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/nnkc-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(dir)) {
-        buf_printf(&msg, "cannot create a temporary directory: %s", strerror(errno));
-        buf_free(&cu);
-        *err = buf_detach(&msg);
-        return NULL;
-    }
-    char src[4200], out[4200];
-    snprintf(src, sizeof src, "%s/kernels.cu", dir);
-    snprintf(out, sizeof out, "%s/kernels.fatbin", dir);
-    FILE *f = fopen(src, "wb");
-    bool ok = f && fwrite(cu.data ? cu.data : "", 1, cu.len, f) == cu.len;
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data ? data : "", 1, len, f) == len;
     if (f)
         ok &= fclose(f) == 0;
-    buf_free(&cu);
-    unsigned char *bin = NULL;
-    if (!ok) {
-        buf_printf(&msg, "cannot write %s", src);
-    } else {
-        /* One nvcc -fatbin for every arch: SASS for each, PTX of the newest
-         * portable one.  --threads runs the per-arch pipelines (cicc, ptxas)
-         * side by side, one thread an arch up to the CPUs there are: they
-         * are most of the time of nnkc -c (docs/cuda-backend.md). */
-        char *argv[128];
-        int n = 0;
-        char optflag[16], threads[16];
-        snprintf(optflag, sizeof optflag, "-O%d", opt_level < 3 ? 3 : opt_level); /* host side only */
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        snprintf(threads, sizeof threads, "%d", cpus > 0 && cpus < na ? (int)cpus : na);
-        argv[n++] = (char *)nvcc;
-        argv[n++] = (char *)"-fatbin";
-        argv[n++] = (char *)"-std=c++17";
-        argv[n++] = optflag;
-        argv[n++] = (char *)"--threads";
-        argv[n++] = threads;
+    return ok;
+}
+
+/* The PTX of compute_<from> as PTX of compute_<to>: its .target line
+ * names the arch (NVVM writes the same instructions for both; see Plan). */
+static bool retarget_ptx(Arena *ar, const unsigned char *ptx, size_t len, int from, int to, Buf *out)
+{
+    const char *old = arena_printf(ar, "\n.target sm_%d", from);
+    size_t ol = strlen(old);
+    for (size_t i = 0; i + ol <= len; i++)
+        if (memcmp(ptx + i, old, ol) == 0 && (i + ol == len || ptx[i + ol] < '0' || ptx[i + ol] > '9')) {
+            buf_put(out, (const char *)ptx, i);
+            buf_printf(out, "\n.target sm_%d", to);
+            buf_put(out, (const char *)ptx + i + ol, len - i - ol);
+            return true;
+        }
+    return false;
+}
+
+/* ---- the object ---------------------------------------------------------------------------- */
+
+/* The steps of a fat object, run through one NnkcRuns (spawn.c):
+ *
+ *   cc -S (the C, on stdin)  ----------------------------------------.
+ *   nvcc -ptx -arch=compute_<base>  ->  ptxas -arch=sm_XX (each)  ->  fatbinary  ->  cc -c (the assembly + the fatbin)
+ *
+ * The C compile and the CUDA steps run side by side, the ptxas runs of
+ * the SASS archs too, at most cfg->jobs at once.  The C refers to the
+ * fatbin by symbol (nnk_fatbin_, and nnk_fatbin_size_ for its size); the
+ * assembly the C compiler wrote gets both appended once the fatbin is
+ * there, so it is one object still. */
+enum { STEP_CC, STEP_PTX, STEP_SASS, STEP_FATBIN, STEP_ASM };
+
+typedef struct Step {
+    NnkcTool t; /* first: nnkc_runs_wait returns it */
+    int kind, arch;
+    char **argv;
+} Step;
+
+static Step *step_new(Arena *ar, int kind, int arch)
+{
+    Step *s = arena_alloc(ar, sizeof *s);
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->arch = arch;
+    s->argv = arena_alloc(ar, 128 * sizeof *s->argv);
+    s->t.outcap = 65536;
+    s->t.out = arena_alloc(ar, s->t.outcap);
+    s->t.timeout_ms = nnkc_tool_timeout_ms();
+    return s;
+}
+
+static const char *step_what(const Step *s)
+{
+    switch (s->kind) {
+    case STEP_CC: return "the C compiler";
+    case STEP_ASM: return "the assembler (the C compiler)";
+    default: return "nvcc";
+    }
+}
+
+/* The message for a step that failed (status as nnkc_tool_run's). */
+static void step_failed(const Step *s, int st, Buf *msg)
+{
+    if (s->t.timed_out)
+        buf_printf(msg, "%s '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)", step_what(s),
+                   s->argv[0], (double)s->t.timeout_ms / 1000.0);
+    else if (st < 0)
+        buf_printf(msg, "cannot run %s '%s': %s%s", step_what(s), s->argv[0], strerror(s->t.err),
+                   s->kind == STEP_CC || s->kind == STEP_ASM ? " (set NNK_CC)" : "");
+    else
+        buf_printf(msg, "%s '%s' failed on the generated code (exit %d; this is a bug in nnkc)%s%s", step_what(s),
+                   s->argv[0], st, s->t.outlen ? ":\n" : "", s->t.outlen ? s->t.out : "");
+}
+
+static int push_words(char **argv, int n, char *const *words, int nwords)
+{
+    for (int i = 0; i < nwords; i++)
+        argv[n++] = words[i];
+    return n;
+}
+
+bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const FatobjConfig *cfg, char **err)
+{
+    *err = NULL;
+    Arena *ar = c->arena;
+    Buf msg = {0};
+    Arch a[32];
+    Plan plan = {0};
+    if (cfg->nvcc) {
+        const char *bad;
+        size_t badlen;
+        int na = parse_archs(cfg->archs, a, 32, &bad, &badlen);
+        if (na < 0) {
+            buf_printf(&msg, "bad --cuda-arch entry '%.*s'", (int)badlen, bad);
+            *err = buf_detach(&msg);
+            return false;
+        }
+        plan_archs(a, na, &plan);
+    }
+    const char *ptxas = NULL, *fatbinary = NULL;
+    if (cfg->nvcc && (!(ptxas = toolkit_tool(ar, cfg->nvcc, "ptxas")) ||
+                      !(fatbinary = toolkit_tool(ar, cfg->nvcc, "fatbinary")))) {
+        buf_printf(&msg, "no %s next to %s or on PATH (the CUDA toolkit's)", ptxas ? "fatbinary" : "ptxas", cfg->nvcc);
+        *err = buf_detach(&msg);
+        return false;
+    }
+
+    eo->with_cuda = cfg->nvcc != NULL;
+    Buf csrc = {0};
+    fatobj_c_file(c, instances, eo, &csrc);
+
+    /* CPU only: one C compile, the source on stdin (no file name of
+     * ours in the object) */
+    if (!cfg->nvcc) {
+        Step *cc = step_new(ar, STEP_CC, 0);
+        int n = push_words(cc->argv, 0, cfg->cc, cfg->ncc);
+        const char *tail[] = {"-fPIC", "-c", "-x", "c", "-", "-o", cfg->output};
+        for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+            cc->argv[n++] = (char *)tail[i];
+        cc->t.in = csrc.data ? csrc.data : "";
+        cc->t.inlen = csrc.len;
+        int st = nnkc_tool_run(cc->argv, &cc->t);
+        if (st != 0)
+            step_failed(cc, st, &msg);
+        buf_free(&csrc);
+        if (st != 0)
+            *err = buf_detach(&msg);
+        return st == 0;
+    }
+
+    const char *tmpdir = getenv("TMPDIR");
+    char *dir = arena_printf(ar, "%s/nnkc-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        buf_printf(&msg, "cannot create a temporary directory: %s", strerror(errno));
+        buf_free(&csrc);
+        *err = buf_detach(&msg);
+        return false;
+    }
+    /* every file the steps may write, removed at the end */
+    const char *files[40];
+    int nfiles = 0;
+    const char *cu = files[nfiles++] = arena_printf(ar, "%s/kernels.cu", dir);
+    const char *ptx = files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.base);
+    const char *ptx_new = plan.ptx && plan.ptx != plan.base
+                              ? (files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.ptx))
+                              : plan.ptx ? ptx : NULL;
+    const char *fatbin = files[nfiles++] = arena_printf(ar, "%s/kernels.fatbin", dir);
+    const char *asm_file = files[nfiles++] = arena_printf(ar, "%s/object.s", dir);
+    const char *cubin[32];
+    for (int i = 0; i < plan.nsass; i++)
+        cubin[i] = files[nfiles++] = arena_printf(ar, "%s/kernels.sm_%d%s.cubin", dir, plan.sass[i].num,
+                                                  plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "");
+    Buf cuda = {0};
+    emit_cuda_file(c, instances, eo, &cuda);
+    bool ok = write_all(cu, cuda.data, cuda.len);
+    buf_free(&cuda);
+    if (!ok)
+        buf_printf(&msg, "cannot write %s", cu);
+
+    NnkcRuns *runs = ok ? nnkc_runs_new(cfg->jobs, plan.nsass + 4) : NULL;
+    if (ok && !runs) {
+        buf_printf(&msg, "out of memory");
+        ok = false;
+    }
+    const char *fmad_ptxas = cfg->fmad ? NULL : "--fmad";
+    if (ok) {
+        /* the C compile to assembly, the source on stdin */
+        Step *cc = step_new(ar, STEP_CC, 0);
+        int n = push_words(cc->argv, 0, cfg->cc, cfg->ncc);
+        const char *tail[] = {"-fPIC", "-S", "-x", "c", "-", "-o", asm_file};
+        for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+            cc->argv[n++] = (char *)tail[i];
+        cc->argv[n] = NULL;
+        cc->t.in = csrc.data ? csrc.data : "";
+        cc->t.inlen = csrc.len;
+        /* the front end and NVVM once, for the oldest virtual arch */
+        Step *px = step_new(ar, STEP_PTX, plan.base);
+        n = 0;
+        px->argv[n++] = (char *)cfg->nvcc;
+        px->argv[n++] = (char *)"-ptx";
+        px->argv[n++] = (char *)"-std=c++17";
         /* no FMA contraction unless asked: the C code is built with
          * -ffp-contract=off, and the GPU must round as it does */
-        argv[n++] = (char *)(fmad ? "-fmad=true" : "-fmad=false");
-        /* NNKC_CUDA_KEEP=DIR keeps nvcc's intermediate files (the PTX the
-         * lint of tests/cuda/fatobj-check.sh reads) */
-        const char *keep = getenv("NNKC_CUDA_KEEP");
-        if (keep && *keep) {
-            argv[n++] = (char *)"-keep";
-            argv[n++] = (char *)"-keep-dir";
-            argv[n++] = (char *)keep;
-        }
-        int ptx = -1;
-        for (int i = 0; i < na; i++)
-            if (!a[i].variant)
-                ptx = i;
-        for (int i = 0; i < na; i++) {
-            /* SASS once per architecture family: the SASS of X.y runs on
-             * every X.z with z >= y, so sm_86 next to sm_80 adds nothing
-             * (arch-specific variants are kept; the PTX of the newest is) */
-            bool covered = false;
-            for (int j = 0; j < na; j++)
-                covered |= !a[i].variant && !a[j].variant && a[j].num / 10 == a[i].num / 10 && a[j].num < a[i].num;
-            const char *v = a[i].variant == 'a' ? "a" : a[i].variant == 'f' ? "f" : "";
-            char *g;
-            if (i == ptx)
-                g = covered ? arena_printf(c->arena, "arch=compute_%d,code=compute_%d", a[i].num, a[i].num)
-                            : arena_printf(c->arena, "arch=compute_%d,code=[sm_%d,compute_%d]", a[i].num, a[i].num,
-                                           a[i].num);
-            else if (covered)
-                continue;
-            else
-                g = arena_printf(c->arena, "arch=compute_%d%s,code=sm_%d%s", a[i].num, v, a[i].num, v);
-            argv[n++] = (char *)"-gencode";
-            argv[n++] = g;
-        }
-        argv[n++] = (char *)"-o";
-        argv[n++] = out;
-        argv[n++] = src;
-        argv[n] = NULL;
-        Buf log = {0};
-        int st = run_tool(argv, &log);
-        if (st < 0) {
-            buf_printf(&msg, "%s", log.data ? log.data : "nvcc did not run");
-        } else if (st != 0) {
-            buf_printf(&msg, "nvcc failed on the generated CUDA (%s, exit %d; this is a bug in nnkc):\n%s", nvcc, st,
-                       log.data ? log.data : "");
-        } else if (!read_all(out, &bin, size)) {
-            buf_printf(&msg, "nvcc wrote no %s", out);
-            free(bin);
-            bin = NULL;
-        }
-        buf_free(&log);
+        px->argv[n++] = (char *)(cfg->fmad ? "-fmad=true" : "-fmad=false");
+        px->argv[n++] = arena_printf(ar, "-arch=compute_%d", plan.base);
+        px->argv[n++] = (char *)"-o";
+        px->argv[n++] = (char *)ptx;
+        px->argv[n++] = (char *)cu;
+        px->argv[n] = NULL;
+        /* the CUDA first: its chain is the longer one */
+        ok = nnkc_runs_add(runs, px->argv, &px->t) && nnkc_runs_add(runs, cc->argv, &cc->t);
     }
-    unlink(src);
-    unlink(out);
+    int left_sass = plan.nsass;
+    bool cc_done = false, fat_done = false;
+    NnkcTool *done = NULL;
+    int st;
+    while (ok && (done = nnkc_runs_wait(runs, &st))) {
+        Step *s = (Step *)done;
+        if (st != 0) {
+            step_failed(s, st, &msg);
+            ok = false;
+            break;
+        }
+        if (s->kind == STEP_PTX) {
+            unsigned char *text = NULL;
+            size_t len = 0;
+            ok = read_all(ptx, &text, &len);
+            if (ok && ptx_new != ptx && ptx_new) {
+                Buf re = {0};
+                ok = retarget_ptx(ar, text, len, plan.base, plan.ptx, &re) && write_all(ptx_new, re.data, re.len);
+                buf_free(&re);
+            }
+            /* NNKC_CUDA_KEEP=DIR keeps the PTX (the lint of
+             * tests/cuda/fatobj-check.sh reads it) */
+            const char *keep = getenv("NNKC_CUDA_KEEP");
+            if (ok && keep && *keep)
+                ok = write_all(arena_printf(ar, "%s/kernels.compute_%d.ptx", keep, plan.base), text, len);
+            free(text);
+            if (!ok) {
+                buf_printf(&msg, "cannot read or write the PTX in %s", dir);
+                break;
+            }
+            for (int i = 0; i < plan.nsass && ok; i++) {
+                Step *x = step_new(ar, STEP_SASS, i);
+                int n = 0;
+                x->argv[n++] = (char *)ptxas;
+                x->argv[n++] = arena_printf(ar, "-arch=sm_%d%s", plan.sass[i].num,
+                                            plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "");
+                x->argv[n++] = (char *)"-m64";
+                if (fmad_ptxas) {
+                    x->argv[n++] = (char *)fmad_ptxas;
+                    x->argv[n++] = (char *)"false";
+                }
+                x->argv[n++] = (char *)ptx;
+                x->argv[n++] = (char *)"-o";
+                x->argv[n++] = (char *)cubin[i];
+                x->argv[n] = NULL;
+                ok = nnkc_runs_add(runs, x->argv, &x->t);
+            }
+            if (!plan.nsass)
+                left_sass = 0;
+        } else if (s->kind == STEP_SASS) {
+            left_sass--;
+        } else if (s->kind == STEP_CC) {
+            cc_done = true;
+        } else if (s->kind == STEP_FATBIN) {
+            fat_done = true;
+        } else if (s->kind == STEP_ASM) {
+            break; /* the object is written */
+        }
+        if (ok && s->kind != STEP_FATBIN && s->kind != STEP_CC && left_sass == 0 && !fat_done) {
+            /* as nvcc -fatbin does; the options recorded for the driver's
+             * JIT of the PTX (--fmad false there too) */
+            Step *f = step_new(ar, STEP_FATBIN, 0);
+            int n = 0;
+            f->argv[n++] = (char *)fatbinary;
+            f->argv[n++] = arena_printf(ar, "--create=%s", fatbin);
+            f->argv[n++] = (char *)"-64";
+            if (!cfg->fmad)
+                f->argv[n++] = (char *)"--cmdline= --fmad false ";
+            f->argv[n++] = arena_printf(ar, "--cicc-cmdline=-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=%d ", cfg->fmad);
+            for (int i = 0; i < plan.nsass; i++)
+                f->argv[n++] = arena_printf(ar, "--image3=kind=elf,sm=%d%s,file=%s", plan.sass[i].num,
+                                            plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "",
+                                            cubin[i]);
+            if (ptx_new)
+                f->argv[n++] = arena_printf(ar, "--image3=kind=ptx,sm=%d,file=%s", plan.ptx, ptx_new);
+            f->argv[n] = NULL;
+            ok = nnkc_runs_add(runs, f->argv, &f->t);
+            left_sass = -1; /* added */
+        }
+        if (ok && cc_done && fat_done) {
+            /* the assembly with the fatbin appended, assembled into the object */
+            cc_done = false;
+            unsigned char *text = NULL, *bin = NULL;
+            size_t len = 0, size = 0;
+            ok = read_all(asm_file, &text, &len) && read_all(fatbin, &bin, &size);
+            free(bin);
+            if (!ok) {
+                free(text);
+                buf_printf(&msg, "cannot read %s or %s", asm_file, fatbin);
+                break;
+            }
+            buf_free(&csrc); /* now the assembler's input */
+            buf_put(&csrc, (const char *)text, len);
+            free(text);
+            /* 64-byte aligned (the driver wants 8), then a NUL as the C
+             * string literal of earlier objects had; the size is the
+             * fatbin's, an absolute symbol the C reads as an address */
+            buf_printf(&csrc, "\n\t.section .nv_fatbin,\"a\"\n\t.balign 64\n\t.type nnk_fatbin_, STT_OBJECT\n"
+                              "\t.size nnk_fatbin_, %zu\nnnk_fatbin_:\n\t.incbin \"%s\"\n\t.byte 0\n"
+                              "\t.set nnk_fatbin_size_, %zu\n",
+                       size + 1, fatbin, size);
+            Step *as = step_new(ar, STEP_ASM, 0);
+            int n = push_words(as->argv, 0, cfg->cc, cfg->ncc_tool);
+            const char *tail[] = {"-c", "-x", "assembler", "-", "-o", cfg->output};
+            for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
+                as->argv[n++] = (char *)tail[i];
+            as->argv[n] = NULL;
+            as->t.in = csrc.data;
+            as->t.inlen = csrc.len;
+            ok = nnkc_runs_add(runs, as->argv, &as->t);
+        }
+    }
+    if (ok && !done) {
+        buf_printf(&msg, "the steps of the fat object ended early (this is a bug in nnkc)");
+        ok = false;
+    }
+    nnkc_runs_free(runs); /* kills what still runs after a failure */
+    buf_free(&csrc);
+    for (int i = 0; i < nfiles; i++)
+        unlink(files[i]);
     rmdir(dir);
-    if (!bin)
+    if (!ok) {
+        if (!msg.len)
+            buf_printf(&msg, "cannot build the fat object");
         *err = buf_detach(&msg);
-    else
+    } else {
         buf_free(&msg);
-    return bin;
+    }
+    return ok;
 }
 
 /* ---- the object's C source ---------------------------------------------------------- */
 
-void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, const unsigned char *fatbin,
-                   size_t size, Buf *out)
+void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    if (fatbin) {
-        /* A fatbin must be 8-byte aligned for the driver; 64 costs nothing.
-         * The bytes are a string literal, not a list of numbers: the C
-         * compiler reads a megabyte of "\xHH" in a tenth of a second and
-         * a megabyte of "N," initializers in seconds.  The array has room
-         * for the literal's NUL (no warning about an unterminated string);
-         * cuda_image_size leaves it out. */
-        buf_printf(out, "/* The CUDA code of this object: an nvcc fatbin of %zu bytes (docs/cuda-backend.md). */\n"
-                        "static const unsigned char nnk_fatbin_[%zu + 1] __attribute__((aligned(64), used)) =\n",
-                   size, size);
-        static const char hex[] = "0123456789abcdef";
-        char line[32 * 4 + 8];
-        for (size_t i = 0; i < size; i += 32) {
-            size_t n = 0;
-            line[n++] = '"';
-            for (size_t j = i; j < size && j < i + 32; j++) {
-                line[n++] = '\\';
-                line[n++] = 'x';
-                line[n++] = hex[fatbin[j] >> 4];
-                line[n++] = hex[fatbin[j] & 15];
-            }
-            line[n++] = '"';
-            line[n++] = '\n';
-            buf_put(out, line, n);
-        }
-        buf_puts(out, ";\n\n");
-    }
+    if (opt->with_cuda)
+        /* The CUDA code: an nvcc fatbin that fatobj_object appends to the
+         * assembly (the C is compiled while nvcc runs); its size is an
+         * absolute symbol, read as its address (docs/cuda-backend.md). */
+        buf_puts(out, "/* The CUDA code of this object: an nvcc fatbin, and its size (docs/cuda-backend.md). */\n"
+                      "extern const unsigned char nnk_fatbin_[] __attribute__((visibility(\"hidden\")));\n"
+                      "extern const unsigned char nnk_fatbin_size_[] __attribute__((visibility(\"hidden\")));\n"
+                      "#define NNK_FATBIN_SIZE_ ((uint64_t)(uintptr_t)nnk_fatbin_size_)\n\n");
     emit_c_file(c, instances, opt, out);
     TDict *d = tdict_new(c->arena);
     for (int i = 0; i < instances->n; i++) {

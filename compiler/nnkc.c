@@ -29,6 +29,7 @@ typedef struct Args {
     const char *cuda_archs;
     bool no_cuda;
     bool cuda_fmad;          /* --cuda-fmad */
+    int jobs;                /* -j N: tools at once for -c (0: NNKC_JOBS, else the CPUs) */
     List inputs;
     Options opt;
     int color;               /* -1 auto, 0 never, 1 always */
@@ -59,6 +60,7 @@ static const char usage_text[] =
     "  --cuda-arch=LIST     GPU architectures of fat objects (default " NNK_DEFAULT_CUDA_ARCHS ")\n"
     "  --cuda-fmad          let nvcc fuse a * b + c into one FMA (results then differ from the C code's)\n"
     "  --no-cuda            CPU code only\n"
+    "  -j N                 with -c, run at most N tools at once (default: NNKC_JOBS, else the CPUs)\n"
     "  -Werror              treat warnings as errors\n"
     "  -Wconversion         warn about implicit conversions that may change a value\n"
     "  -w                   suppress all warnings\n"
@@ -81,7 +83,7 @@ static int usage_error(const char *fmt, const char *arg)
 static const char *const option_names[] = {
     "--help", "--version", "--check", "-S", "-c", "--emit-header", "--emit=", "--target=", "-o", "-H", "-MF",
     "-MT", "-MD", "-MP", "-I", "-T", "-O0", "-O1", "-O2", "-O3", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
-    "--no-cuda", "--color=",
+    "--no-cuda", "--color=", "-j",
 };
 
 /* "unknown option '--chek'; did you mean '--check'?": the name before any
@@ -211,6 +213,13 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
                 return usage_error("-T needs a comma-separated list of types (bool i8 ... f64), got '%s'", v ? v : "");
         } else if (strlen(s) == 3 && strncmp(s, "-O", 2) == 0 && s[2] >= '0' && s[2] <= '3') {
             a->opt.opt_level = s[2] - '0';
+        } else if (strncmp(s, "-j", 2) == 0) {
+            const char *v = NEXT_VALUE("-j");
+            char *end;
+            long j = v ? strtol(v, &end, 10) : 0;
+            if (!v || !*v || *end || j < 1 || j > 64)
+                return usage_error("-j needs a number of jobs from 1 to 64, got '%s'", v ? v : "");
+            a->jobs = (int)j;
         } else if (strcmp(s, "-Werror") == 0) {
             a->opt.werror = true;
         } else if (strcmp(s, "-Wconversion") == 0) {
@@ -310,38 +319,6 @@ static int split_words(Arena *ar, const char *s, char **out, int max)
         s = e;
     }
     return n;
-}
-
-/* Compiles C source into an object with the configured C compiler, the
- * source on stdin so no temporary name leaks into the object. */
-static bool compile_object(Arena *ar, const char *csrc, size_t len, const char *out, int opt_level)
-{
-    const char *cc = getenv("NNK_CC");
-    if (!cc || !*cc)
-        cc = NNK_DEFAULT_CC;
-    char *argv[96];
-    int n = split_words(ar, cc, argv, 32);
-    n += split_words(ar, nnkc_c_flags(opt_level), argv + n, 32);
-    const char *tail[] = {"-fPIC", "-c", "-x", "c", "-", "-o", out};
-    for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
-        argv[n++] = (char *)tail[i];
-    argv[n] = NULL;
-    NnkcTool t = {.in = csrc, .inlen = len, .timeout_ms = nnkc_tool_timeout_ms()};
-    int st = nnkc_tool_run(argv, &t);
-    if (st < 0 && !t.timed_out) {
-        fprintf(stderr, "nnkc: error: cannot run the C compiler '%s': %s (set NNK_CC)\n", argv[0], strerror(t.err));
-        return false;
-    }
-    if (t.timed_out) {
-        fprintf(stderr, "nnkc: error: the C compiler '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)\n",
-                argv[0], (double)t.timeout_ms / 1000.0);
-        return false;
-    }
-    if (st != 0) {
-        fprintf(stderr, "nnkc: error: the C compiler '%s' failed on the generated code (this is a bug in nnkc)\n", argv[0]);
-        return false;
-    }
-    return true;
 }
 
 /* make syntax: spaces and '#' escaped, '$' doubled.  make has no escape
@@ -464,28 +441,27 @@ static int compile_one(const Args *a, const char *path)
             case MODE_OBJECT: {
                 /* a fat object: the CUDA as an embedded fatbin when nvcc is there */
                 const char *nvcc = a->no_cuda || c->instances.n == 0 ? NULL : fatobj_nvcc();
-                unsigned char *fat = NULL;
-                size_t fat_size = 0;
-                if (nvcc) {
-                    char *err = NULL;
-                    fat = fatobj_fatbin(c, &c->instances, &eo, nvcc, a->cuda_archs, a->opt.opt_level, a->cuda_fmad,
-                                        &fat_size, &err);
-                    if (!fat) {
-                        fprintf(stderr, "nnkc: error: %s\n", err ? err : "nvcc failed");
-                        free(err);
-                        status = 1;
-                        break;
-                    }
-                } else if (!a->no_cuda && c->instances.n) {
+                if (!nvcc && !a->no_cuda && c->instances.n)
                     fprintf(stderr, "nnkc: note: no nvcc (set NNK_NVCC or configure --with-cuda): %s gets CPU code "
                                     "only (--no-cuda says so quietly)\n", path);
+                dest = dest ? dest : default_output(ar, path, ".o");
+                const char *cc = getenv("NNK_CC");
+                if (!cc || !*cc)
+                    cc = NNK_DEFAULT_CC;
+                char *words[64];
+                int ntool = split_words(ar, cc, words, 32);
+                int nw = ntool + split_words(ar, nnkc_c_flags(a->opt.opt_level), words + ntool, 32);
+                FatobjConfig cfg = {.cc = words, .ncc = nw, .ncc_tool = ntool, .nvcc = nvcc, .archs = a->cuda_archs,
+                                    .fmad = a->cuda_fmad, .jobs = a->jobs ? a->jobs : nnkc_jobs(), .output = dest};
+                char *err = NULL;
+                if (!fatobj_object(c, &c->instances, &eo, &cfg, &err)) {
+                    fprintf(stderr, "nnkc: error: %s\n", err ? err : "cannot build the object");
+                    free(err);
+                    status = 1;
+                    break;
                 }
-                eo.with_cuda = fat != NULL;
-                fatobj_c_file(c, &c->instances, &eo, fat, fat_size, &out);
-                free(fat);
                 if (a->header)
                     emit_header(c, &c->instances, &eo, &hdr);
-                dest = dest ? dest : default_output(ar, path, ".o");
                 break;
             }
             default:
@@ -494,9 +470,7 @@ static int compile_one(const Args *a, const char *path)
             if (c->nerrors == 0 && status == 0) {
                 bool ok;
                 if (a->mode == MODE_OBJECT) {
-                    ok = compile_object(ar, out.data ? out.data : "", out.len, dest, a->opt.opt_level);
-                    if (ok && a->header)
-                        ok = write_file(a->header, hdr.data ? hdr.data : "", hdr.len);
+                    ok = !a->header || write_file(a->header, hdr.data ? hdr.data : "", hdr.len);
                 } else {
                     ok = write_file(dest, out.data ? out.data : "", out.len);
                 }

@@ -751,21 +751,51 @@ void template_render(const char *name, const TDict *data, Buf *out);
 bool fatobj_check_archs(const char *list, char *err, size_t errlen);
 /* nvcc: $NNK_NVCC, else configure's; NULL when there is none ("no"). */
 const char *fatobj_nvcc(void);
-/* nvcc -fatbin of the instances' CUDA (SASS per arch, PTX of the newest):
- * malloc'ed bytes, or NULL with a malloc'ed message in *err.  fmad lets
- * nvcc contract a * b + c (--cuda-fmad); otherwise -fmad=false. */
-unsigned char *fatobj_fatbin(Compiler *c, const List *instances, const EmitOptions *opt, const char *nvcc,
-                             const char *archs, int opt_level, bool fmad, size_t *size, char **err);
-/* The object's C: the fatbin as an array (fatbin may be NULL: CPU only;
- * opt->with_cuda must say which), the generated C, the entry points. */
-void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, const unsigned char *fatbin,
-                   size_t size, Buf *out);
+/* How nnkc -c makes an object: the C compiler as words (NNK_CC's, then
+ * nnkc_c_flags'), nvcc (NULL: CPU code only), the archs, the job count. */
+typedef struct FatobjConfig {
+    char *const *cc;
+    int ncc;      /* all the words */
+    int ncc_tool; /* NNK_CC's alone (the assembler step takes no C flags) */
+    const char *nvcc;
+    const char *archs;
+    bool fmad;    /* --cuda-fmad: nvcc may contract a * b + c; else -fmad=false */
+    int jobs;     /* tools at once (-j, NNKC_JOBS) */
+    const char *output;
+} FatobjConfig;
+/* Writes cfg->output: the C of the instances compiled, with (cfg->nvcc)
+ * their CUDA as a fatbin (SASS per arch family, PTX of the newest), the
+ * C compile and the CUDA steps side by side; sets eo->with_cuda.  false
+ * with a malloc'ed message in *err. */
+bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const FatobjConfig *cfg, char **err);
+/* The object's C: the fatbin's declarations when opt->with_cuda, the
+ * generated C, the entry points. */
+void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out);
 
 /* ===================================================================== */
 /* spawn.c: running a tool (C compiler, nvcc) whatever the host's SIGCHLD */
 /* ===================================================================== */
 
 /* NnkcTool, nnkc_tool_run, nnkc_tool_timeout_ms: libnnkc.h */
+
+/* argv[0]'s path as execvp would find it (PATH when it has no '/'). */
+bool nnkc_find_program(const char *name, char *out, size_t n);
+/* Several tools at once (nnkc -c: the C compile beside the CUDA steps),
+ * at most `jobs` running, the others started in the order added. */
+typedef struct NnkcRuns NnkcRuns;
+/* NNKC_JOBS, else the online CPUs (1..64): nnkc -c's default -j. */
+int nnkc_jobs(void);
+/* room for max tools in all; NULL: out of memory */
+NnkcRuns *nnkc_runs_new(int jobs, int max);
+/* Queues argv (kept by the caller until the tool has ended) with t, as
+ * nnkc_tool_run's; false when max tools were added. */
+bool nnkc_runs_add(NnkcRuns *s, char *const *argv, NnkcTool *t);
+/* Starts what the job count allows and waits until one tool has ended:
+ * its NnkcTool, with *status as nnkc_tool_run's return; NULL when none is
+ * left (tools may be added between calls). */
+NnkcTool *nnkc_runs_wait(NnkcRuns *s, int *status);
+/* Kills and reaps what still runs, and frees s. */
+void nnkc_runs_free(NnkcRuns *s);
 
 /* ===================================================================== */
 /* api.c: libnnkc as a library, for the runtime's JIT and for tools        */

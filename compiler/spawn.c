@@ -58,7 +58,7 @@ long nnkc_tool_timeout_ms(void)
 }
 
 /* execvp's search, done before the copy (the child must not allocate). */
-static bool find_program(const char *name, char *out, size_t n)
+bool nnkc_find_program(const char *name, char *out, size_t n)
 {
     if (strchr(name, '/'))
         return (size_t)snprintf(out, n, "%s", name) < n;
@@ -134,6 +134,28 @@ waiter(const char *path, char *const *argv, const int *fds, const sigset_t *mask
     for (int i = 3; i < 6; i++)
         if (fds[i] >= 0)
             raw(SYS_close, fds[i], 0, 0, 0);
+    /* Every other descriptor too: the caller's ends of the pipes of tools
+     * it runs at the same time (nnkc_runs_*, other threads) would else
+     * stay open here while this tool runs, and a tool reading its input to
+     * the end would wait for this one.  (Before Linux 5.9 there is no
+     * close_range; those are then left as before.) */
+    int keep[3] = {fds[0], fds[1], fds[2]};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (keep[j] < keep[i]) {
+                int x = keep[i];
+                keep[i] = keep[j];
+                keep[j] = x;
+            }
+    long lo = 3;
+    for (int i = 0; i < 3; i++) {
+        if (keep[i] < lo)
+            continue;
+        if (keep[i] > lo)
+            raw(SYS_close_range, lo, keep[i] - 1, 0, 0);
+        lo = keep[i] + 1;
+    }
+    raw(SYS_close_range, lo, ~0U, 0, 0);
     long pid = raw(SYS_clone, SIGCHLD, 0, 0, 0);
     if (pid == 0)
         tool(path, argv, fds[0], fds[1], fds[2], mask);
@@ -187,15 +209,34 @@ static void kill_tree(pid_t pid)
     kill(pid, SIGKILL);
 }
 
-int nnkc_tool_run(char *const *argv, NnkcTool *t)
+/* One tool being run: the caller's ends of its pipes and what came back. */
+typedef struct Run {
+    NnkcTool *t;
+    char *const *argv;
+    pid_t pid;
+    int feed, out, st; /* its stdin (socket), its output, the status pipe: -1 once closed */
+    size_t fed;
+    long deadline; /* 0: none */
+    int msg[2], got_msg, status, exec_err, poll_err;
+} Run;
+
+/* Starts r->argv; 0, or -1 with r->t->err (nothing left open). */
+static int run_start(Run *r)
 {
+    NnkcTool *t = r->t;
+    char *const *argv = r->argv;
     t->err = 0;
     t->timed_out = false;
     t->outlen = 0;
     if (t->out && t->outcap)
         t->out[0] = 0;
+    r->pid = -1;
+    r->feed = r->out = r->st = -1;
+    r->fed = 0;
+    r->got_msg = r->exec_err = r->poll_err = 0;
+    r->status = -1;
     char path[PATH_MAX];
-    if (!argv[0] || !find_program(argv[0], path, sizeof path)) {
+    if (!argv[0] || !nnkc_find_program(argv[0], path, sizeof path)) {
         t->err = ENOENT;
         return -1;
     }
@@ -246,104 +287,257 @@ int nnkc_tool_run(char *const *argv, NnkcTool *t)
             close(stp[0]);
         return -1;
     }
+    r->pid = pid;
+    r->feed = feed;
+    r->out = outp[0];
+    r->st = stp[0];
+    r->deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
+    return 0;
+}
 
-    long deadline = t->timeout_ms > 0 ? now_ms() + t->timeout_ms : 0;
-    size_t fed = 0;
-    int msg[2], got_msg = 0, status = -1, exec_err = 0, poll_err = 0;
-    while (stp[0] >= 0) {
-        struct pollfd p[3];
-        int n = 0, ifeed = -1, iout = -1, ist = -1;
-        if (feed >= 0)
-            p[ifeed = n++] = (struct pollfd){.fd = feed, .events = POLLOUT};
-        if (outp[0] >= 0)
-            p[iout = n++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-        if (stp[0] >= 0)
-            p[ist = n++] = (struct pollfd){.fd = stp[0], .events = POLLIN};
-        int wait = -1;
-        if (deadline) {
-            long left = deadline - now_ms();
-            if (left <= 0) {
-                t->timed_out = true;
-                kill_tree(pid);
-                break;
-            }
-            wait = left > INT_MAX ? INT_MAX : (int)left;
-        }
-        int k = poll(p, (nfds_t)n, wait);
-        if (k < 0 && errno != EINTR) {
-            /* no way left to enforce the deadline: end the tool rather
-             * than wait for it unbounded */
-            poll_err = errno;
-            kill_tree(pid);
-            break;
-        }
-        if (k <= 0)
-            continue;
-        if (ifeed >= 0 && p[ifeed].revents) {
-            ssize_t w = send(feed, t->in + fed, t->inlen - fed, MSG_NOSIGNAL | MSG_DONTWAIT);
+/* What poll() said of r's descriptors p[0..]: the input fed, the output
+ * kept, the status read; returns the number of pollfds r used. */
+static int run_events(Run *r, const struct pollfd *p)
+{
+    NnkcTool *t = r->t;
+    int k = 0;
+    if (r->feed >= 0) {
+        if (p[k++].revents) {
+            ssize_t w = send(r->feed, t->in + r->fed, t->inlen - r->fed, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w > 0)
-                fed += (size_t)w;
-            if ((w < 0 && errno != EINTR && errno != EAGAIN) || fed == t->inlen) {
-                close(feed); /* EOF for the tool; EPIPE: it stopped reading */
-                feed = -1;
+                r->fed += (size_t)w;
+            if ((w < 0 && errno != EINTR && errno != EAGAIN) || r->fed == t->inlen) {
+                close(r->feed); /* EOF for the tool; EPIPE: it stopped reading */
+                r->feed = -1;
             }
         }
-        if (iout >= 0 && p[iout].revents) {
+    }
+    if (r->out >= 0) {
+        if (p[k++].revents) {
             char buf[4096];
-            ssize_t r = read(outp[0], buf, sizeof buf);
-            if (r > 0)
-                keep_output(t, buf, (size_t)r);
-            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
-                close(outp[0]);
-                outp[0] = -1;
-            }
-        }
-        if (ist >= 0 && p[ist].revents) {
-            ssize_t r = read(stp[0], (char *)msg + got_msg, sizeof msg - (size_t)got_msg);
-            if (r > 0 && (got_msg += (int)r) == (int)sizeof msg) {
-                got_msg = 0;
-                if (msg[0] == MSG_EXEC_FAILED)
-                    exec_err = msg[1];
-                else if (msg[0] == MSG_STATUS)
-                    status = msg[1];
-            }
-            if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
-                close(stp[0]); /* the waiter is gone */
-                stp[0] = -1;
+            ssize_t n = read(r->out, buf, sizeof buf);
+            if (n > 0)
+                keep_output(t, buf, (size_t)n);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(r->out);
+                r->out = -1;
             }
         }
     }
-    /* the tool has ended: what it wrote is in the pipe (a child of its
-     * own that keeps the pipe open is not waited for) */
-    if (outp[0] >= 0 && !t->timed_out && fcntl(outp[0], F_SETFL, O_NONBLOCK) == 0) {
+    if (r->st >= 0) {
+        if (p[k++].revents) {
+            ssize_t n = read(r->st, (char *)r->msg + r->got_msg, sizeof r->msg - (size_t)r->got_msg);
+            if (n > 0 && (r->got_msg += (int)n) == (int)sizeof r->msg) {
+                r->got_msg = 0;
+                if (r->msg[0] == MSG_EXEC_FAILED)
+                    r->exec_err = r->msg[1];
+                else if (r->msg[0] == MSG_STATUS)
+                    r->status = r->msg[1];
+            }
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                close(r->st); /* the waiter is gone */
+                r->st = -1;
+            }
+        }
+    }
+    return k;
+}
+
+static int run_fds(const Run *r, struct pollfd *p)
+{
+    int k = 0;
+    if (r->feed >= 0)
+        p[k++] = (struct pollfd){.fd = r->feed, .events = POLLOUT};
+    if (r->out >= 0)
+        p[k++] = (struct pollfd){.fd = r->out, .events = POLLIN};
+    if (r->st >= 0)
+        p[k++] = (struct pollfd){.fd = r->st, .events = POLLIN};
+    return k;
+}
+
+/* The tool has ended (its status pipe closed) or was killed: the rest of
+ * its output, its descriptors closed, the waiter reaped; nnkc_tool_run's
+ * return value. */
+static int run_finish(Run *r)
+{
+    NnkcTool *t = r->t;
+    /* what it wrote is in the pipe (a child of its own that keeps the
+     * pipe open is not waited for) */
+    if (r->out >= 0 && !t->timed_out && fcntl(r->out, F_SETFL, O_NONBLOCK) == 0) {
         char buf[4096];
-        ssize_t r;
-        while ((r = read(outp[0], buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
-            if (r > 0)
-                keep_output(t, buf, (size_t)r);
+        ssize_t n;
+        while ((n = read(r->out, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+            if (n > 0)
+                keep_output(t, buf, (size_t)n);
     }
-    if (feed >= 0)
-        close(feed);
-    if (outp[0] >= 0)
-        close(outp[0]);
-    if (stp[0] >= 0)
-        close(stp[0]);
+    if (r->feed >= 0)
+        close(r->feed);
+    if (r->out >= 0)
+        close(r->out);
+    if (r->st >= 0)
+        close(r->st);
+    r->feed = r->out = r->st = -1;
     int ws;
-    while (waitpid(pid, &ws, __WCLONE) < 0 && errno == EINTR)
+    while (waitpid(r->pid, &ws, __WCLONE) < 0 && errno == EINTR)
         ;
+    r->pid = -1;
     if (t->timed_out)
         return -1;
-    if (poll_err) {
-        t->err = poll_err;
+    if (r->poll_err) {
+        t->err = r->poll_err;
         return -1;
     }
-    if (exec_err) {
-        t->err = exec_err;
+    if (r->exec_err) {
+        t->err = r->exec_err;
         return -1;
     }
-    if (status < 0) {
+    if (r->status < 0) {
         t->err = ECHILD; /* the waiter died without a word (killed from outside) */
         return -1;
     }
-    return status;
+    return r->status;
+}
+
+/* One poll() over the running tools rs[0..n-1]: the index of one that has
+ * ended (or was killed: over its deadline, or poll failed), else -1. */
+static int run_step(Run *const *rs, int n)
+{
+    long now = now_ms(), wait = -1;
+    for (int i = 0; i < n; i++) {
+        Run *r = rs[i];
+        if (r->st < 0)
+            return i;
+        if (r->deadline) {
+            long left = r->deadline - now;
+            if (left <= 0) {
+                r->t->timed_out = true;
+                kill_tree(r->pid);
+                return i;
+            }
+            if (wait < 0 || left < wait)
+                wait = left;
+        }
+    }
+    enum { MAXP = 3 * 64 };
+    struct pollfd p[MAXP];
+    int np = 0;
+    for (int i = 0; i < n && np + 3 <= MAXP; i++)
+        np += run_fds(rs[i], p + np);
+    int k = poll(p, (nfds_t)np, wait > INT_MAX ? INT_MAX : (int)wait);
+    if (k < 0 && errno != EINTR) {
+        /* no way left to enforce the deadline: end the tools rather
+         * than wait for them unbounded */
+        for (int i = 0; i < n; i++) {
+            rs[i]->poll_err = errno;
+            kill_tree(rs[i]->pid);
+        }
+        return 0;
+    }
+    if (k <= 0)
+        return -1;
+    np = 0;
+    for (int i = 0; i < n && np + 3 <= MAXP; i++)
+        np += run_events(rs[i], p + np);
+    for (int i = 0; i < n; i++)
+        if (rs[i]->st < 0)
+            return i;
+    return -1;
+}
+
+int nnkc_tool_run(char *const *argv, NnkcTool *t)
+{
+    Run r = {.t = t, .argv = argv};
+    if (run_start(&r) < 0)
+        return -1;
+    Run *rs[1] = {&r};
+    while (run_step(rs, 1) < 0)
+        ;
+    return run_finish(&r);
+}
+
+/* ---- several tools at once ------------------------------------------------------------ */
+
+struct NnkcRuns {
+    int jobs;
+    int n, cap;  /* runs added, room (fixed: the running ones point into runs) */
+    int next;    /* the first not started */
+    Run **running;
+    int nrunning;
+    Run *runs;
+};
+
+int nnkc_jobs(void)
+{
+    const char *v = getenv("NNKC_JOBS");
+    if (v && *v) {
+        char *end;
+        long j = strtol(v, &end, 10);
+        if (!*end && j >= 1)
+            return j > 64 ? 64 : (int)j;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+}
+
+NnkcRuns *nnkc_runs_new(int jobs, int max)
+{
+    NnkcRuns *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->jobs = jobs < 1 ? 1 : jobs > 64 ? 64 : jobs;
+    s->cap = max < 1 ? 1 : max;
+    s->running = calloc((size_t)s->jobs, sizeof *s->running);
+    s->runs = calloc((size_t)s->cap, sizeof *s->runs);
+    if (!s->running || !s->runs) {
+        free(s->running);
+        free(s->runs);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+bool nnkc_runs_add(NnkcRuns *s, char *const *argv, NnkcTool *t)
+{
+    if (s->n == s->cap)
+        return false;
+    s->runs[s->n++] = (Run){.t = t, .argv = argv, .pid = -1, .feed = -1, .out = -1, .st = -1};
+    return true;
+}
+
+NnkcTool *nnkc_runs_wait(NnkcRuns *s, int *status)
+{
+    for (;;) {
+        while (s->nrunning < s->jobs && s->next < s->n) {
+            Run *r = &s->runs[s->next++];
+            if (run_start(r) < 0) {
+                *status = -1;
+                return r->t;
+            }
+            s->running[s->nrunning++] = r;
+        }
+        if (!s->nrunning)
+            return NULL;
+        int i = run_step(s->running, s->nrunning);
+        if (i >= 0) {
+            Run *r = s->running[i];
+            s->running[i] = s->running[--s->nrunning];
+            *status = run_finish(r);
+            return r->t;
+        }
+    }
+}
+
+void nnkc_runs_free(NnkcRuns *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nrunning; i++) {
+        kill_tree(s->running[i]->pid);
+        s->running[i]->t->timed_out = true; /* no partial output wanted */
+        run_finish(s->running[i]);
+    }
+    free(s->running);
+    free(s->runs);
+    free(s);
 }

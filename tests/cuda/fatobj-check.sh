@@ -2,7 +2,9 @@
 # fatobj-check.sh: nnkc -c fat objects.  For kernels/fat.nnk: the arch
 # list inside the object (cuobjdump --list-elf/--list-ptx when configure
 # found it, else tests/cuda/fatbin_list), the configured default archs,
-# deterministic output, --no-cuda and a missing nvcc (CPU-only objects),
+# deterministic output, one cicc run's PTX against nvcc's for the newest
+# arch, -j, a failing or hanging nvcc and the temporary files, --no-cuda
+# and a missing nvcc (CPU-only objects),
 # a bad --cuda-arch, the header in C and C++; then an application linked
 # with libnnk and one linked without it, both run on the CPU fallback
 # (fatapp.c).  Every test and sample kernel file (tests/diagnostics/valid,
@@ -103,6 +105,57 @@ expect_archs "$tmp/one.o" "elf sm_86 ptx sm_86" "--cuda-arch=86"
 "$nnkc" -c "$k" -o "$tmp/fam.o" --cuda-arch=sm_89,sm_80,sm_86 || bad "--cuda-arch=sm_89,sm_80,sm_86 failed"
 expect_archs "$tmp/fam.o" "elf sm_80 ptx sm_89" "--cuda-arch=sm_89,sm_80,sm_86"
 echo "fatobj-check: fat objects built in $(( $(date +%s) - start ))s"
+
+# One cicc run for every arch (compiler/fatobj.c): the PTX of the oldest
+# virtual arch, with the newest in its .target, must be what nvcc makes
+# for the newest (the generated CUDA has no __CUDA_ARCH__-dependent code;
+# f16 and complex values included, samples/norms.nnk and fat.nnk)
+for f in "$k" "$top_srcdir/samples/norms.nnk"; do
+	b=$(basename "$f" .nnk)
+	rm -rf "$tmp/one" && mkdir -p "$tmp/one"
+	if NNKC_CUDA_KEEP="$tmp/one" "$nnkc" -c --cuda-arch=sm_75,sm_90 "$f" -o "$tmp/one.o" &&
+		"$nnkc" -S --target=cuda "$f" -o "$tmp/one/$b.cu" &&
+		"$nvcc" -ptx -std=c++17 -fmad=false -arch=compute_90 "$tmp/one/$b.cu" -o "$tmp/one/nvcc90.ptx"; then
+		sed 's/^\.target sm_75$/.target sm_90/' "$tmp/one/kernels.compute_75.ptx" >"$tmp/one/re90.ptx"
+		if cmp -s "$tmp/one/re90.ptx" "$tmp/one/nvcc90.ptx"; then
+			ok "$b: the compute_75 PTX retargeted is nvcc's compute_90 PTX (one cicc run serves every arch)"
+		else
+			bad "$b: NVVM's PTX depends on the arch: $(diff "$tmp/one/re90.ptx" "$tmp/one/nvcc90.ptx" | head -5)"
+		fi
+	else
+		bad "$b: cannot make the PTX to compare"
+	fi
+done
+
+# the job count, and the temporary files: none left after a build, a
+# failed nvcc or a timeout; a failed step is reported with its output
+mkdir -p "$tmp/t"
+for j in 1 3; do
+	TMPDIR=$tmp/t "$nnkc" -c -j $j --cuda-arch=sm_80 "$k" -o "$tmp/j$j.o" || bad "nnkc -c -j $j failed"
+done
+cmp -s "$tmp/j1.o" "$tmp/j3.o" && ok "-j 1 and -j 3 give the same object" || bad "-j 1 and -j 3 objects differ"
+"$nnkc" -c -j 0 "$k" -o "$tmp/x.o" 2>/dev/null; [ $? -eq 2 ] && ok "-j 0 is a usage error" || bad "-j 0 accepted"
+# stand-ins for nvcc, with the real ptxas and fatbinary next to them
+mkdir -p "$tmp/fake"
+nvcc_dir=$(dirname "$(command -v "$nvcc")")
+ln -s "$nvcc_dir/ptxas" "$nvcc_dir/fatbinary" "$tmp/fake/"
+printf '#!/bin/sh\necho "nvcc stand-in: no" >&2\nexit 3\n' >"$tmp/fake/badnvcc" && chmod +x "$tmp/fake/badnvcc"
+if TMPDIR=$tmp/t NNK_NVCC=$tmp/fake/badnvcc "$nnkc" -c "$k" -o "$tmp/bad.o" 2>"$tmp/err"; then
+	bad "a failing nvcc: nnkc -c succeeded"
+elif grep -q "exit 3" "$tmp/err" && grep -q "nvcc stand-in: no" "$tmp/err" && [ ! -e "$tmp/bad.o" ]; then
+	ok "a failing nvcc: an error with its output, no object"
+else
+	bad "a failing nvcc: $(cat "$tmp/err")"
+fi
+printf '#!/bin/sh\nexec sleep 30\n' >"$tmp/fake/slownvcc" && chmod +x "$tmp/fake/slownvcc"
+if TMPDIR=$tmp/t NNK_COMPILE_TIMEOUT=1 NNK_NVCC=$tmp/fake/slownvcc "$nnkc" -c "$k" -o "$tmp/slow.o" 2>"$tmp/err"; then
+	bad "a hanging nvcc: nnkc -c succeeded"
+elif grep -q "did not finish in 1 s" "$tmp/err"; then
+	ok "a hanging nvcc: killed at NNK_COMPILE_TIMEOUT"
+else
+	bad "a hanging nvcc: $(cat "$tmp/err")"
+fi
+[ -z "$(ls -A "$tmp/t")" ] && ok "no temporary files left" || bad "temporary files left: $(ls "$tmp/t")"
 
 # FMA contraction: -fmad=false unless --cuda-fmad (docs/cuda-backend.md):
 # nvcc's PTX of a * b - c has mul.rn.f32 and sub.rn.f32 (never fused), or

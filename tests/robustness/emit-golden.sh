@@ -10,8 +10,8 @@
 #
 # Per input F (its path with / as __): F.c (nnkc -S --target=c), F.cu
 # (--target=cuda), F.cl (--target=opencl), F.h (--emit-header), F.fat.c (the C of nnkc -c --no-cuda)
-# and F.fatcu.c (the C of nnkc -c with CUDA, the fatbin being a fixed
-# stand-in, so no nvcc is needed); F.MODE.err holds the exit status and the
+# and F.fatcu.c (the C of nnkc -c with CUDA, the toolkit's steps being
+# stand-ins, so no nvcc is needed); F.MODE.err holds the exit status and the
 # diagnostics (invalid inputs give only those).  The C of a fat object is
 # caught by running nnkc -c with NNK_CC set to a script that copies its
 # standard input.  Not part of make check: a tool (a few seconds).
@@ -27,22 +27,37 @@ out=$(cd "$out" && pwd)
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-# the C compiler nnkc -c runs: keep the source, make an empty "object"
+# the C compiler nnkc -c runs: keep the C source (not the assembly of the
+# second step of a fat object), make an empty output
 cat >"$tmp/cc" <<'EOF'
 #!/bin/sh
-cat >"$NNK_GOLDEN_C"
+case " $* " in *" -x c "*) cat >"$NNK_GOLDEN_C" ;; *) cat >/dev/null ;; esac
 for a; do last=$a; done
 : >"$last"
 EOF
-# nvcc: a fixed fatbin (nnkc reads back whatever -o names)
+# the CUDA toolkit: nvcc -ptx writes a PTX stand-in for its -arch=compute_XX,
+# ptxas and fatbinary (found next to nvcc) fixed bytes
 cat >"$tmp/nvcc" <<'EOF'
 #!/bin/sh
+arch=75
 while [ $# -gt 0 ]; do
-    if [ "$1" = -o ]; then printf 'FATBIN-STAND-IN' >"$2"; shift; fi
+    case $1 in -arch=compute_*) arch=${1#-arch=compute_} ;; esac
+    if [ "$1" = -o ]; then printf '// PTX-STAND-IN\n.target sm_%s\n' "$arch" >"$2"; shift; fi
     shift
 done
 EOF
-chmod +x "$tmp/cc" "$tmp/nvcc"
+cat >"$tmp/ptxas" <<'EOF'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    if [ "$1" = -o ]; then printf 'CUBIN-STAND-IN' >"$2"; shift; fi
+    shift
+done
+EOF
+cat >"$tmp/fatbinary" <<'EOF'
+#!/bin/sh
+for a; do case $a in --create=*) printf 'FATBIN-STAND-IN' >"${a#--create=}" ;; esac; done
+EOF
+chmod +x "$tmp/cc" "$tmp/nvcc" "$tmp/ptxas" "$tmp/fatbinary"
 
 cd "$top" || exit 1
 files=$(git ls-files '*.nnk' 2>/dev/null) || files=

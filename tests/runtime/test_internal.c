@@ -215,6 +215,82 @@ static void test_tool_run(void)
     unsetenv("NNK_COMPILE_TIMEOUT");
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* spawn.c's NnkcRuns (nnkc -c's steps side by side): the job count, the
+ * order, and no tool waiting for another's descriptors: cat reads its
+ * input to the end while a slow tool started after it runs (before the
+ * waiter closed every descriptor not its own, the slow one's waiter held
+ * cat's input open, and cat ended only after it). */
+static void test_tool_runs(void)
+{
+    char out[3][64];
+    NnkcTool t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = (NnkcTool){.out = out[i], .outcap = sizeof out[i], .timeout_ms = 20000};
+    t[0].in = "abc", t[0].inlen = 3;
+    char *cat[] = {(char *)"cat", NULL};
+    char *slow[] = {(char *)"sh", (char *)"-c", (char *)"sleep 3; echo slow", NULL};
+    char *fail[] = {(char *)"sh", (char *)"-c", (char *)"echo third; exit 4", NULL};
+    NnkcRuns *r = nnkc_runs_new(2, 3);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT_TRUE(nnkc_runs_add(r, cat, &t[0]));
+    CU_ASSERT_TRUE(nnkc_runs_add(r, slow, &t[1]));
+    CU_ASSERT_TRUE(nnkc_runs_add(r, fail, &t[2]));
+    CU_ASSERT_FALSE(nnkc_runs_add(r, fail, &t[2])); /* room for 3 */
+    double t0 = now_s();
+    int st = -9;
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[0]); /* cat, long before the sleeper */
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_STRING_EQUAL(out[0], "abc");
+    CU_ASSERT_TRUE(now_s() - t0 < 2.0);
+    /* two jobs: the third starts only now, and ends before the sleeper */
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[2]);
+    CU_ASSERT_EQUAL(st, 4);
+    CU_ASSERT_STRING_EQUAL(out[2], "third\n");
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[1]);
+    CU_ASSERT_EQUAL(st, 0);
+    CU_ASSERT_STRING_EQUAL(out[1], "slow\n");
+    CU_ASSERT_PTR_NULL(nnkc_runs_wait(r, &st));
+    nnkc_runs_free(r);
+    /* a tool that cannot start: its NnkcTool, -1, ENOENT */
+    char *missing[] = {(char *)"/nonexistent/tool", NULL};
+    r = nnkc_runs_new(1, 1);
+    CU_ASSERT_TRUE(nnkc_runs_add(r, missing, &t[2]));
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[2]);
+    CU_ASSERT_EQUAL(st, -1);
+    CU_ASSERT_EQUAL(t[2].err, ENOENT);
+    nnkc_runs_free(r);
+    /* freed while a tool runs (a step failed): killed and reaped at once */
+    r = nnkc_runs_new(2, 2);
+    CU_ASSERT_TRUE(nnkc_runs_add(r, slow, &t[1]));
+    CU_ASSERT_TRUE(nnkc_runs_add(r, fail, &t[2]));
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[2]);
+    t0 = now_s();
+    nnkc_runs_free(r);
+    CU_ASSERT_TRUE(now_s() - t0 < 2.0);
+    /* a deadline */
+    r = nnkc_runs_new(1, 1);
+    t[1].timeout_ms = 100;
+    CU_ASSERT_TRUE(nnkc_runs_add(r, slow, &t[1]));
+    t0 = now_s();
+    CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &t[1]);
+    CU_ASSERT_EQUAL(st, -1);
+    CU_ASSERT_TRUE(t[1].timed_out);
+    CU_ASSERT_TRUE(now_s() - t0 < 2.0);
+    nnkc_runs_free(r);
+    setenv("NNKC_JOBS", "3", 1);
+    CU_ASSERT_EQUAL(nnkc_jobs(), 3);
+    setenv("NNKC_JOBS", "zero", 1);
+    CU_ASSERT_TRUE(nnkc_jobs() >= 1);
+    unsetenv("NNKC_JOBS");
+}
+
 /* A source the compiler rejects, one that compiles but lacks its
  * descriptor, one that does not load (an undefined function, as a call of
  * a helper the prelude lacks did): each compiled once, the failure
@@ -370,6 +446,7 @@ static const CunitTest tests_internal[] = {
     {"size_classes", test_size_classes},
     {"cache_entry", test_cache_entry},
     {"tool_run", test_tool_run},
+    {"tool_runs", test_tool_runs},
     {"jit_failures_cached", test_jit_failures_cached},
     {"pool_stalled_worker", test_pool_stalled_worker},
     {"pool_late_worker", test_pool_late_worker},
