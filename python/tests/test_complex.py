@@ -181,3 +181,21 @@ def test_complex_scalar_args(dtype, alpha, beta):
     check(mod.rot(a), a * np.dtype(dtype).type(0.5 - 2j), np.dtype(dtype))
     check(mod.rot(a, 1j), a * np.dtype(dtype).type(1j), np.dtype(dtype))
     check(mod.rot(a, np.complex64(2 - 1j)), a * np.dtype(dtype).type(2 - 1j), np.dtype(dtype))
+
+
+def test_products_and_quotients_bit_exact_through_the_jit():
+    """The JIT compiles for the host (-march=native): there gcc 12 fused a
+    complex product's lanes into one vfmaddsub (one rounding where numpy
+    rounds each product) despite -ffp-contract=off; templates/c/complex.tmpl
+    keeps the products apart, so *, / are numpy's bits on every host."""
+    mod = nnk.compile("""
+elementwise mq<T: complex>(a: T[], b: T[]) -> (p: T[], q: T[]) { p = a * b; q = a / b; }
+""", name="mq.nnk")
+    rng = np.random.default_rng(12)
+    for dt in (np.complex64, np.complex128):
+        a = (rng.standard_normal(4099) * 3 + 1j * rng.standard_normal(4099)).astype(dt)
+        b = (rng.standard_normal(4099) + 1j * rng.standard_normal(4099) * 5).astype(dt)
+        p, q = mod.mq(a, b)
+        part = np.float32 if dt == np.complex64 else np.float64
+        np.testing.assert_array_equal(np.asarray(p).view(part), (a * b).view(part))
+        np.testing.assert_array_equal(np.asarray(q).view(part), (a / b).view(part))
