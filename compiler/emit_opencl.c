@@ -92,25 +92,30 @@ static const char *pointers(Compiler *c, const EmitOperands *o, const uint8_t *n
     return emit_str(c, &b);
 }
 
-/* Whether the instance computes in f64 anywhere (values, accumulators,
+/* Whether the instance computes in f64 or c128 anywhere (values, accumulators,
  * operands, scalars), or converts a wide integer to f16/bf16 (emit.c
  * rounds those through a double rounded to odd): the file then needs
  * cl_khr_fp64. */
+static bool is_fp64(Type t)
+{
+    return t == T_F64 || t == T_C128; /* (a c128 is a pair of doubles) */
+}
+
 static bool needs_fp64(const EmitOperands *o)
 {
     const IrKernel *k = o->k;
     for (int op = 0; op < o->nops; op++)
-        if (o->storage[op] == T_F64 || o->type[op] == T_F64)
+        if (is_fp64(o->storage[op]) || is_fp64(o->type[op]))
             return true;
     for (int s = 0; s < o->nscalars; s++)
-        if (o->scalar_type[s] == T_F64)
+        if (is_fp64(o->scalar_type[s]))
             return true;
     for (int r = 0; r < k->nreds; r++)
-        if (k->reds[r].acc_type == T_F64 || k->reds[r].res_type == T_F64)
+        if (is_fp64(k->reds[r].acc_type) || is_fp64(k->reds[r].res_type))
             return true;
     for (int i = 0; i < k->nnodes; i++) {
         const IrNode *n = &k->nodes[i];
-        if (n->type == T_F64)
+        if (is_fp64((Type)n->type))
             return true;
         if (n->op == IR_CAST && (n->type == T_F16 || n->type == T_BF16) && n->sub < T_NSCALAR &&
             type_is_int((Type)n->sub) && type_info[n->sub].bits > 16)
@@ -148,12 +153,22 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
     emit_levels(&af, need, L_ELEM, L_ELEM, &fb);
     emit_levels(&ao, need, L_ELEM, L_ELEM, &ob);
     for (int op = 0; op < o->nops; op++) {
+        /* vloadN/vstoreN take scalar element types and N >= 2: a complex
+         * operand (a struct), or any beside a c128 (vec 1), moves element
+         * by element */
+        bool cx = type_is_complex(o->storage[op]) || vec == 1;
         if (o->output[op]) {
             buf_printf(&loads, "%s e%d[%d];\n", stype(o->storage[op]), op, vec);
-            buf_printf(&stores, "vstore%d(vload%d(0, e%d), v, g%d);\n", vec, vec, op, op);
+            if (cx)
+                buf_printf(&stores, "for (int j = 0; j < %d; j++)\n    g%d[v * %d + j] = e%d[j];\n", vec, op, vec, op);
+            else
+                buf_printf(&stores, "vstore%d(vload%d(0, e%d), v, g%d);\n", vec, vec, op, op);
         } else if (emit_loads(k, need, op)) {
             buf_printf(&loads, "%s e%d[%d];\n", stype(o->storage[op]), op, vec);
-            buf_printf(&loads, "vstore%d(vload%d(v, g%d), 0, e%d);\n", vec, vec, op, op);
+            if (cx)
+                buf_printf(&loads, "for (int j = 0; j < %d; j++)\n    e%d[j] = g%d[v * %d + j];\n", vec, op, op, vec);
+            else
+                buf_printf(&loads, "vstore%d(vload%d(v, g%d), 0, e%d);\n", vec, vec, op, op);
         }
     }
     for (int i = 0; i < k->nouts; i++) {
@@ -245,36 +260,8 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     tbool(d, "has_tensor_outs", has_tensor);
 }
 
-/* Whether the instance has a complex value anywhere: the OpenCL prelude
- * has no c64/c128 (docs/language.md, "Complex numbers"). */
-static bool uses_complex(const EmitOperands *o)
-{
-    const IrKernel *k = o->k;
-    for (int op = 0; op < o->nops; op++)
-        if (type_is_complex(o->storage[op]) || type_is_complex(o->type[op]))
-            return true;
-    for (int r = 0; r < k->nreds; r++)
-        if (type_is_complex(k->reds[r].acc_type) || type_is_complex(k->reds[r].arg_type))
-            return true;
-    for (int i = 0; i < k->nnodes; i++)
-        if (type_is_complex((Type)k->nodes[i].type) ||
-            (k->nodes[i].op == IR_CAST && k->nodes[i].sub < T_NSCALAR && type_is_complex((Type)k->nodes[i].sub)))
-            return true;
-    return false;
-}
-
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        EmitOperands o;
-        emit_operands_init(&o, c, in);
-        if (uses_complex(&o)) {
-            diag_error_plain(c, "instance '%s' computes with complex values, which the OpenCL target does not have "
-                                "(use --target=c or --target=cuda)", in->display);
-            return;
-        }
-    }
     TDict *d = tdict_new(c->arena);
     emit_file_keys(c, d, opt);
     Buf names = {0};

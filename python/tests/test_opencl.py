@@ -208,3 +208,74 @@ def test_raw_range_errors_on_the_device(ctx, raw):
         raw.coords(dev(np.zeros(3, np.int64)), ctx=ctx)
     with pytest.raises(nnk.RangeError, match="index 3 of raw parameter 'b' is out of range \\[0, 3\\) in dimension 0"):
         raw.mm_raw(dev(np.ones((2, 4))), dev(np.ones((3, 2))), dev(np.zeros((2, 4, 2))), axis=1, ctx=ctx)
+
+
+# ---- complex c64/c128 on the device (docs/opencl.md, "Complex numbers") ----
+
+CPLX = """
+elementwise arith<T: complex>(a: T[], b: T[]) -> (s: T[], d: T[], p: T[], q: T[]) {
+    s = a + b; d = a - b; p = a * b; q = a / b;
+}
+elementwise funcs<T: complex>(z: T[]) -> (e: T[], l: T[], r: T[], w: T[], t: T[], c: T[]) {
+    e = exp(z); l = log(z); r = sqrt(z); w = pow(z, z); t = tanh(z); c = conj(z) * abs(z) + arg(z);
+}
+elementwise parts<T: complex>(z: T[]) -> (re: T[], im: T[]) { re = real(z); im = imag(z); }
+reduction stats<T: complex>(z: T[]) -> (s: T, m: T, p: T) { s = sum(z); m = mean(z); p = prod(z / abs(z)); }
+"""
+
+
+@pytest.fixture(scope="module")
+def cplx():
+    return nnk.compile(CPLX, name="cplx.nnk")
+
+
+def _cvalues(dt, n, rng):
+    v = rng.standard_normal(n) * 3 + 1j * rng.standard_normal(n) * 3
+    # Smith's division's branches and numpy's zero divisor, infinities and NaNs
+    v[:8] = [0, 1e30 + 1e-30j, 1e-30 + 1e30j, np.inf, complex(np.nan, 1), -0.0, 2 - 0j, complex(0, np.inf)]
+    return v.astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_arithmetic_bit_exact(ctx, cplx, dt):
+    """+, -, * and Smith's / are numpy's operation for operation: the
+    device gives numpy's bits (the cpu backend's too), special values included."""
+    rng = np.random.default_rng(3)
+    a, b = _cvalues(dt, 600, rng), _cvalues(dt, 600, rng)[::-1].copy()
+    got = cplx.arith(nnk.asarray(a, ctx=ctx), nnk.asarray(b, ctx=ctx), ctx=ctx)
+    with np.errstate(all="ignore"):
+        want = (a + b, a - b, a * b, a / b)
+    for g, w in zip(got, want):
+        assert g.device == "opencl:0"
+        g = g.numpy()
+        assert g.dtype == dt
+        np.testing.assert_array_equal(g.view(g.real.dtype), w.view(w.real.dtype))
+    for g, c in zip(got, cplx.arith(a, b)):   # and the cpu backend's
+        np.testing.assert_array_equal(g.numpy().view(g.numpy().real.dtype), np.asarray(c).view(c.real.dtype))
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+def test_complex_functions_and_reductions(ctx, cplx, dt):
+    """The functions against numpy within a few eps (OpenCL's f64 libm and,
+    without cl_khr_fp64, its f32 sin/cos are not glibc's); parts exactly;
+    sum/mean/prod in every reduction layout."""
+    rng = np.random.default_rng(4)
+    z = (rng.standard_normal(500) + 1j * rng.standard_normal(500)).astype(dt)
+    eps = np.finfo(np.float32 if dt == np.complex64 else np.float64).eps
+    got = [g.numpy() for g in cplx.funcs(nnk.asarray(z, ctx=ctx), ctx=ctx)]
+    zz = z.astype(np.complex128)
+    want = (np.exp(zz), np.log(zz), np.sqrt(zz), zz ** zz, np.tanh(zz), np.conj(zz) * np.abs(zz) + np.angle(zz))
+    for g, w in zip(got, want):
+        assert g.dtype == dt
+        np.testing.assert_allclose(g, w, rtol=64 * eps, atol=64 * eps)
+    re, im = (g.numpy() for g in cplx.parts(nnk.asarray(z, ctx=ctx), ctx=ctx))
+    np.testing.assert_array_equal(re, z.real.astype(dt))
+    np.testing.assert_array_equal(im, z.imag.astype(dt))
+    for shape, axis in (((4, 3000), 1), ((3000, 5), 0), ((2, 70000), 1)):
+        x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dt)
+        s, m, p = (g.numpy() for g in cplx.stats(nnk.asarray(x, ctx=ctx), axis=axis, ctx=ctx))
+        xx = x.astype(np.complex128)
+        n = shape[axis]
+        np.testing.assert_allclose(s, xx.sum(axis=axis), rtol=0, atol=eps * (n + 16) * 8)
+        np.testing.assert_allclose(m, xx.mean(axis=axis), rtol=0, atol=eps * (n + 16) * 8 / n)
+        np.testing.assert_allclose(np.abs(p), 1, rtol=n * 8 * eps)

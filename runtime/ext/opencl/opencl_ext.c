@@ -1162,6 +1162,7 @@ static int type_size(const char *t, size_t n)
         {"int16_t", 2}, {"uint16_t", 2}, {"short", 2}, {"ushort", 2}, {"nnk_f16", 2}, {"nnk_bf16", 2}, {"half", 2},
         {"int32_t", 4}, {"uint32_t", 4}, {"int", 4}, {"uint", 4}, {"float", 4},
         {"int64_t", 8}, {"uint64_t", 8}, {"long", 8}, {"ulong", 8}, {"double", 8},
+        {"nnk_c64", 8}, {"nnk_c128", 16}, /* complex: numpy's pair, the real part first */
     };
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (strlen(types[i].name) == n && memcmp(types[i].name, t, n) == 0)
@@ -1215,11 +1216,11 @@ static ocl_program *find_program(ocl_state *S, int32_t dev, const char *key)
     return NULL;
 }
 
-/* A kernel parameter or output of dtype f64 on a device without fp64. */
+/* A kernel parameter or output of dtype f64 or c128 on a device without fp64. */
 static bool needs_f64(const nnk_kernel_desc *iface)
 {
     for (int32_t i = 0; iface && i < iface->nparams + iface->nouts; i++)
-        if (iface->params[i].dtype == NNK_F64)
+        if (iface->params[i].dtype == NNK_F64 || iface->params[i].dtype == NNK_C128)
             return true;
     return false;
 }
