@@ -221,6 +221,7 @@ elementwise funcs<T: complex>(z: T[]) -> (e: T[], l: T[], r: T[], w: T[], t: T[]
 }
 elementwise parts<T: complex>(z: T[]) -> (re: T[], im: T[]) { re = real(z); im = imag(z); }
 reduction stats<T: complex>(z: T[]) -> (s: T, m: T, p: T) { s = sum(z); m = mean(z); p = prod(z / abs(z)); }
+elementwise rot<T: complex>(x: T[], w: T = 2) -> (y: T[]) { y = x * w; }
 """
 
 
@@ -252,6 +253,15 @@ def test_complex_arithmetic_bit_exact(ctx, cplx, dt):
         np.testing.assert_array_equal(g.view(g.real.dtype), w.view(w.real.dtype))
     for g, c in zip(got, cplx.arith(a, b)):   # and the cpu backend's
         np.testing.assert_array_equal(g.numpy().view(g.numpy().real.dtype), np.asarray(c).view(c.real.dtype))
+    # complex scalars (the plan's nnk_scalar c64/c128 members), the default and given
+    for w in ((), (dt(1.5 + 0.25j),)):
+        y = cplx.rot(nnk.asarray(a, ctx=ctx), *w, ctx=ctx).numpy()
+        c = dt(w[0] if w else 2)
+        # the textbook product part by part (numpy's array-by-scalar loop may fuse on AVX-512)
+        with np.errstate(all="ignore"):
+            want = a.real * c.real - a.imag * c.imag, a.real * c.imag + a.imag * c.real
+        np.testing.assert_array_equal(y.real, want[0])
+        np.testing.assert_array_equal(y.imag, want[1])
 
 
 @pytest.mark.parametrize("dt", [np.complex64, np.complex128])
