@@ -357,6 +357,47 @@ NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type
     return op;
 }
 
+bool nnkc_module_defaults(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage, Value *out,
+                          bool *has, int n)
+{
+    if (!m || !m->ok || !kernel || !out || !has)
+        return false;
+    Compiler *const c = m->c;
+    Item *k = sema_find_kernel(c, kernel);
+    if (!k)
+        return false;
+    for (int g = 0; g < k->generics.n; g++) {
+        Generic *gen = k->generics.items[g];
+        if (!targs || targs[g] >= T_NSCALAR || !type_in_class(targs[g], gen->cls))
+            return false;
+    }
+    int from = c->diags.n;
+    int errs = c->nerrors, events = c->error_events;
+    volatile bool ok = false;
+    jmp_buf jb;
+    if (setjmp(jb) != 0) {
+        nnkc_release(c);
+    } else {
+        nnkc_enter(c, &jb);
+        Instance *in = sema_instance(c, k, targs, storage);
+        if (in && c->error_events == events) {
+            for (int p = 0; p < n; p++)
+                has[p] = false;
+            for (int p = 0; p < in->nparams && p < n; p++) {
+                has[p] = in->params[p].has_default && !in->params[p].tensor;
+                if (has[p])
+                    out[p] = in->params[p].dflt;
+            }
+            ok = true;
+        }
+    }
+    nnkc_leave(c);
+    /* a query leaves no diagnostics behind */
+    c->diags.n = from;
+    c->nerrors = errs;
+    return ok;
+}
+
 void nnkc_module_free(NnkcModule *m)
 {
     if (!m)

@@ -171,6 +171,13 @@ typedef enum {
     NNKC_REDUCE_MEAN, NNKC_REDUCE_NORM1, NNKC_REDUCE_NORM2,
 } NnkcReduceOp;
 NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage);
+/* The defaults of an instance's scalar parameters (same arguments as
+ * nnkc_module_emit), as its code has them: out[p] for input p < n with a
+ * default, converted to the parameter's type (a default that is an
+ * expression, `-0.5` or `0.5 - 2j`, evaluated: NnkcParamInfo.dflt holds
+ * only literals).  has[p] says which.  False on errors (nothing written). */
+bool nnkc_module_defaults(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage, Value *out,
+                          bool *has, int n);
 /* Flags for compiling generated C into a shared object (besides -shared -fPIC -o). */
 const char *nnkc_c_flags(int opt_level);
 

@@ -202,7 +202,7 @@ nnk_status nnk_module_kernel(nnk_module *m, const char *name, nnk_kernel **k)
 
 /* The interface the runtime knows, for extensions without host-side
  * descriptors in their compiled code. */
-static void fill_interface(nnk_kernel *k, rt_instance *inst)
+static void fill_interface(nnk_kernel *k, rt_instance *inst, const Value *dflt, const bool *has)
 {
     nnk_kernel_desc *d = &inst->iface;
     d->abi = NNK_ABI_VERSION;
@@ -227,7 +227,9 @@ static void fill_interface(nnk_kernel *k, rt_instance *inst)
         const NnkcKernelInfo *info = k->info;
         if (!pm->tensor && pm->has_default && info && p < info->nparams) {
             const nnk_dtype t = (nnk_dtype)pd->dtype;
-            const Value v = value_cast(info->params[p].dflt, (Type)t);
+            /* the instance's value (an expression default evaluated), else
+             * the literal as written */
+            const Value v = p < k->nin && has[p] ? value_cast(dflt[p], (Type)t) : value_cast(info->params[p].dflt, (Type)t);
             pd->dflt = t == NNK_C64 || t == NNK_C128 ? rt_scalar_from_c128(t, v.v.f, v.im)
                        : t == NNK_F16 || t == NNK_BF16 || t == NNK_F32 || t == NNK_F64 ? rt_scalar_from_f64(t, v.v.f)
                        : t >= NNK_U8 && t <= NNK_U64                                   ? rt_scalar_from_i64(t, (int64_t)v.v.u)
@@ -265,6 +267,12 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     pthread_mutex_lock(&m->lock);
     char *src = nnkc_module_emit(m->nm, k->name, targs, storage, targets[ti].nnkc,
                                  &symbol, &error);
+    /* the scalars' defaults as the instance has them (fill_interface) */
+    Value dflt[RT_MAX_PARAMS];
+    bool has[RT_MAX_PARAMS] = {0};
+    if (src && !nnkc_module_defaults(m->nm, k->name, targs, storage, dflt, has,
+                                     k->nin < RT_MAX_PARAMS ? k->nin : RT_MAX_PARAMS))
+        memset(has, 0, sizeof has);
     /* libraries such as cuDNN may run plain reductions themselves */
     int32_t reduce_op = src && target == NNK_TARGET_CUDA ? (int32_t)nnkc_module_reduce_op(m->nm, k->name, targs, storage)
                                                          : NNK_REDUCE_NONE;
@@ -285,7 +293,7 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
         free(symbol);
         return s;
     }
-    fill_interface(k, inst);
+    fill_interface(k, inst, dflt, has);
     nnk_kernel_source ks = {sizeof ks, target, src, symbol, k->opt_level, &inst->iface, reduce_op};
     nnk_status s = compile(inst->ext->state, inst->device, &ks, &inst->k);
     if (!s && !inst->k.desc)

@@ -289,3 +289,21 @@ def test_complex_functions_and_reductions(ctx, cplx, dt):
         np.testing.assert_allclose(s, xx.sum(axis=axis), rtol=0, atol=eps * (n + 16) * 8)
         np.testing.assert_allclose(m, xx.mean(axis=axis), rtol=0, atol=eps * (n + 16) * 8 / n)
         np.testing.assert_allclose(np.abs(p), 1, rtol=n * 8 * eps)
+
+
+def test_expression_defaults_on_the_device(ctx):
+    """A scalar default that is an expression (-0.5, 1.0 / 4.0, 0.5 - 2j)
+    reaches a device kernel as the instance evaluates it (the interface the
+    runtime gives CUDA and OpenCL code had 0 for every one of them)."""
+    m = nnk.compile("""
+elementwise lin(x: f32[], w: f32 = -0.5, v: f32 = 1.0 / 4.0) -> (y: f32[]) { y = x * w + v; }
+elementwise rot<T: complex>(x: T[], w: T = 0.5 - 2j) -> (y: T[]) { y = x * w; }
+""", name="defaults.nnk")
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(m.lin(nnk.asarray(x, ctx=ctx), ctx=ctx).numpy(), x * np.float32(-0.5) + np.float32(0.25))
+    np.testing.assert_array_equal(m.lin(nnk.asarray(x, ctx=ctx), ctx=ctx).numpy(), np.asarray(m.lin(x)))
+    z = (np.arange(5) + 1j).astype(np.complex64)
+    w = np.complex64(0.5 - 2j)
+    got = m.rot(nnk.asarray(z, ctx=ctx), ctx=ctx).numpy()
+    np.testing.assert_array_equal(got.real, z.real * w.real - z.imag * w.imag)
+    np.testing.assert_array_equal(got.imag, z.real * w.imag + z.imag * w.real)
