@@ -23,8 +23,10 @@ results are compared:
 
 The dispatch knobs rotate from call to call over every combination of
 block size (32, 64, 256), grid cap (1, 3, none: grids smaller than the
-data take grid-stride loops) and, for reductions, path (chosen, block per
-output, thread per output, split); NNK_EMU_FULL=1 runs every combination
+data take grid-stride loops) and path: for reductions chosen, block per
+output, thread per output, split, warp per output; for elementwise kernels
+chosen (32-bit strided offsets where they fit) or 64-bit strided offsets;
+NNK_EMU_FULL=1 runs every combination
 on every call.  emu_extra.py adds odd sizes with every combination.
 
     emu_conformance.py TEST_MODULE.py [-k SUBSTRING]
@@ -64,8 +66,8 @@ PLAN_ERANGE = 6  # templates/c/plan.h: NAME_strided's index out of range
 
 BLOCKS = (32, 64, 256)
 GRIDS = (1, 3, 0)
-FORCES = (0, 1, 2, 3)
-EW_COMBOS = [(b, g, 0) for b in BLOCKS for g in GRIDS]
+FORCES = (0, 1, 2, 3, 4)
+EW_COMBOS = [(b, g, f) for f in (0, 1) for b in BLOCKS for g in GRIDS]  # f 1: 64-bit strided offsets
 RD_COMBOS = [(b, g, f) for f in FORCES for b in BLOCKS for g in GRIDS]
 
 
@@ -130,6 +132,8 @@ def build_emu(src, extra_nnkc, cfile):
         with open(p, "rb") as f:
             h.update(f.read())
     h.update(repr(CXXFLAGS).encode() + CXX.encode())
+    # the runtime objects' names carry the hash of their sources (dispatch.c...)
+    h.update(" ".join(runtime_objects()).encode())
     tag = h.hexdigest()[:12]
     so = os.path.join(WORK, "%s-emu-%s.so" % (base, tag))
     if not os.path.exists(so):
@@ -214,8 +218,9 @@ def compare(k, outs, emu_outs, inputs, nred, combo, where=None, math_ulp=0):
     """outs: the C results; emu_outs: the others'.  math_ulp: the ulp
     allowed for elementwise float results (0: bit for bit; a GPU's libm
     differs from the host's)."""
+    paths = ["chosen", "block", "thread", "split", "warp"] if k.reduction else ["chosen", "64-bit offsets"]
     what = where or "%s under emulation (block %d, grid cap %s, path %s)" % (
-        k.name, combo[0], combo[1] or "none", ["chosen", "block", "thread", "split"][combo[2]])
+        k.name, combo[0], combo[1] or "none", paths[combo[2]])
     for p, want, got in zip(k.outputs, outs, emu_outs):
         if want.shape != got.shape:
             raise AssertionError("%s: output %s has shape %s, C %s" % (what, p.name, got.shape, want.shape))

@@ -5,7 +5,8 @@ compared with the C back end by emu_conformance's wrapper; a few results
 are also checked against numpy.  Kernels: tests/cuda/kernels/emu_extra.nnk.
 Sizes: around the block and vector widths (1, 3, 31, 33, 255, 257, 1023,
 4097), unaligned and strided views, long slices that the split path cuts
-(2 x 100003), many short ones (700 x 3), column reductions."""
+(2 x 100003), many short ones (700 x 3), column reductions; short rows
+(the warp-per-row kernel) and the split's tree merge of many parts."""
 import os
 import sys
 
@@ -70,6 +71,53 @@ def test_epilogues():
         M().softmax_bf16(C.bf16(x), axes=axes)
         M().layernorm(x, axes=axes)
     M().absmax(rng.standard_normal((5, 1001)), axes=1)
+
+
+def test_short_rows():
+    """Slices of up to 1024 elements over many positions take a warp each
+    (rd_warp, chosen at 4 emulated SMs from 16 positions); 1025 does not.
+    Multi-phase kernels (softmax, layernorm) run every phase in the warp."""
+    every = E.RD_COMBOS
+    E.RD_COMBOS = [c for c in every if c[2] in (0, 4)]  # chosen and warp: the others run above
+    try:
+        short_rows()
+    finally:
+        E.RD_COMBOS = every
+
+
+def short_rows():
+    for shape in ((40, 64), (17, 1000), (33, 1024), (16, 1025), (100, 3), (19, 33)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = x.astype(np.float64).sum(axis=1)
+        C.close(M().total_f32(x, axes=1), want.astype(np.float32), "f32", ulp=1 << 20, what="total_f32 %s" % (shape,))
+        xi = rng.integers(-1 << 40, 1 << 40, shape).astype(np.int64)
+        C.equal(M().total_i64(xi, axes=1), xi.sum(axis=1), "total_i64 %s" % (shape,))
+        lo, hi, at, mu = M().stats(x, axes=1)
+        C.equal(at, np.argmax(x, axis=1), "argmax %s" % (shape,))
+        M().softmax_f32(x, axes=1)
+        M().layernorm(x, axes=1)
+
+
+def test_split_tree_merge():
+    """The split's parts merged by rd_fin's tree: NNK_EMU_PARTS forces more
+    parts than a block has threads (each thread then folds several), one
+    part, and a count that leaves parts empty; integer sums are exact."""
+    every = E.RD_COMBOS
+    E.RD_COMBOS = [c for c in every if c[2] in (0, 3)]  # the split (chosen at 2 x 5003)
+    x = rng.standard_normal((2, 5003)).astype(np.float32)
+    xi = rng.integers(-1 << 40, 1 << 40, (2, 5003)).astype(np.int64)
+    try:
+        for parts in ("1", "600"):
+            os.environ["NNK_EMU_PARTS"] = parts
+            C.equal(M().total_i64(xi, axes=1), xi.sum(axis=1), "total_i64 parts %s" % parts)
+            C.close(M().total_f32(x, axes=1), x.astype(np.float64).sum(axis=1).astype(np.float32), "f32", ulp=1 << 20,
+                    what="total_f32 parts %s" % parts)
+            lo, hi, at, mu = M().stats(x, axes=1)
+            C.equal(at, np.argmax(x, axis=1), "argmax parts %s" % parts)
+            M().softmax_f32(x, axes=1)
+    finally:
+        del os.environ["NNK_EMU_PARTS"]
+        E.RD_COMBOS = every
 
 
 if __name__ == "__main__":

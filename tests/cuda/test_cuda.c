@@ -391,6 +391,162 @@ static bool test_jit(void)
     return true;
 }
 
+/* ---- dispatch.c: the planner's choices, without a device ------------------------- */
+
+typedef struct {
+    int n;
+    char name[8][64];
+    unsigned gx[8], block[8];
+    nnk_cuda_args args[8];
+    int has_warp;
+} fake_gpu;
+
+static int fake_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+{
+    fake_gpu *g = user;
+    (void)gy;
+    if (g->n < 8) {
+        snprintf(g->name[g->n], sizeof g->name[0], "%s", name);
+        g->gx[g->n] = gx;
+        g->block[g->n] = block;
+        g->args[g->n] = *a;
+    }
+    g->n++;
+    return 0;
+}
+static void *fake_alloc(void *user, size_t bytes)
+{
+    (void)user;
+    return malloc(bytes ? bytes : 1);
+}
+static void fake_release(void *user, void *p)
+{
+    (void)user;
+    free(p);
+}
+static int fake_has(void *user, const char *suffix)
+{
+    return strcmp(suffix, "rd_warp") != 0 || ((fake_gpu *)user)->has_warp;
+}
+
+/* A plan of one operand (x) and an output over shape[], row-major unless
+ * strides are given (for x; the output is contiguous). */
+static void fake_plan(nnk_plan *p, int ndim, const int64_t *shape, const int64_t *xstrides, int nred)
+{
+    memset(p, 0, sizeof *p);
+    p->ndim = ndim;
+    p->nred = nred;
+    p->nops = 2;
+    static char dummy[16];
+    p->data[0] = p->data[1] = dummy;
+    int64_t st = 1, kept = 1, red = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        p->shape[d] = shape[d];
+        p->strides[0][d] = xstrides ? xstrides[d] : st;
+        p->strides[1][d] = d < ndim - nred ? st : 0;
+        p->strides[2][d] = st; /* idx */
+        st *= shape[d];
+        if (d < ndim - nred)
+            kept *= shape[d];
+        else
+            red *= shape[d];
+    }
+    p->nkept = nred ? kept : kept * red;
+    p->nreduced = nred ? red : 1;
+}
+
+static int run_fake(fake_gpu *g, int reduction, const nnk_plan *p, int sms, int force)
+{
+    nnk_cuda_sizes sz = {.nphases = 1, .finals_size = 4, .state_size = {4}};
+    nnk_cuda_launcher L = {.user = g, .launch = fake_launch, .alloc = fake_alloc, .release = fake_release,
+                           .has = fake_has, .num_sms = sms, .force = force};
+    char err[256];
+    g->n = 0;
+    return nnk_cuda_dispatch("k", reduction, &sz, p, &L, err, sizeof err);
+}
+
+static void test_dispatch(void)
+{
+    fake_gpu g = {.has_warp = 1};
+    nnk_plan p;
+    /* short rows take a warp each, 8 per block; 1025 a block; a module
+     * without rd_warp (an older nnkc) a block */
+    int64_t rows[2] = {1000000, 64};
+    fake_plan(&p, 2, rows, NULL, 1);
+    CHECK(run_fake(&g, 1, &p, 132, 0) == 0 && g.n == 1 && strcmp(g.name[0], "k__rd_warp") == 0 &&
+              g.gx[0] == 132 * 32, "10^6 rows of 64: %s x %u", g.name[0], g.gx[0]);
+    rows[0] = 800;
+    fake_plan(&p, 2, rows, NULL, 1);
+    CHECK(run_fake(&g, 1, &p, 132, 0) == 0 && g.n == 1 && g.gx[0] == 100, "800 rows: %u blocks", g.gx[0]);
+    rows[1] = 1025;
+    fake_plan(&p, 2, rows, NULL, 1);
+    CHECK(run_fake(&g, 1, &p, 132, 0) == 0 && strcmp(g.name[0], "k__rd_block") == 0, "rows of 1025: %s", g.name[0]);
+    rows[1] = 64;
+    fake_plan(&p, 2, rows, NULL, 1);
+    g.has_warp = 0;
+    CHECK(run_fake(&g, 1, &p, 132, 0) == 0 && strcmp(g.name[0], "k__rd_block") == 0, "no rd_warp: %s", g.name[0]);
+    g.has_warp = 1;
+    /* the split: one wave (a block per SM) while each thread has 64
+     * elements, more parts only at 4096 elements per thread, at most 8 per
+     * SM; rd_fin a block per position */
+    static const struct { int64_t n; int32_t parts; } split[] = {
+        {1 << 20, 64}, {1 << 22, 132}, {(int64_t)1 << 28, 256}, {(int64_t)1 << 30, 1024}, {(int64_t)1 << 34, 1056}};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
+        int64_t one[1] = {split[i].n};
+        fake_plan(&p, 1, one, NULL, 1);
+        CHECK(run_fake(&g, 1, &p, 132, 0) == 0 && g.n == 3 && strcmp(g.name[0], "k__rd_part") == 0 &&
+                  g.args[0].nparts == split[i].parts && strcmp(g.name[1], "k__rd_fin") == 0 && g.gx[1] == 1,
+              "split of %lld: %d parts (want %d), %s x %u", (long long)split[i].n, g.args[0].nparts, split[i].parts,
+              g.name[1], g.gx[1]);
+    }
+    /* 32-bit strided indexing up to offsets of 2^31 - 1, for positive and
+     * negative strides, and the magic numbers divide exactly */
+    static const struct { int64_t shape[3], stride[3]; int idx32; } ew[] = {
+        {{3, 5, 7}, {1, 3, 15}, 1},
+        {{2, 1, 3}, {2147483647 - 2, 7, 1}, 1},
+        {{2, 1, 3}, {2147483647 - 1, 7, 1}, 0},
+        {{2, 1, 3}, {-2147483647, 7, 1}, 1},
+        {{2, 1, 3}, {-2147483647 - 1, 7, 1}, 0},
+        {{46340, 46340, 1}, {46340, 1, 0}, 1},
+        {{46341, 46341, 1}, {46341, 1, 0}, 0}, /* over 2^31 elements */
+        {{65536, 32768, 1}, {1, 65536, 0}, 0}, /* exactly 2^31 elements */
+        {{3, 2147483647 / 3, 1}, {0, 1, 0}, 1},
+    };
+    for (size_t i = 0; i < sizeof ew / sizeof ew[0]; i++) {
+        fake_plan(&p, 3, ew[i].shape, ew[i].stride, 0);
+        CHECK(run_fake(&g, 0, &p, 132, 0) == 0 && g.n == 1 && strcmp(g.name[0], "k__ew_s") == 0 &&
+                  !!(g.args[0].p.flags & NNK_CUDA_IDX32) == ew[i].idx32,
+              "ew case %zu: %s, 32-bit %d (want %d)", i, g.name[0], !!(g.args[0].p.flags & NNK_CUDA_IDX32), ew[i].idx32);
+    }
+    /* the prelude's division (nnk_offsets32) with the planner's numbers,
+     * at the divisors and dividends where such schemes break */
+    static const uint32_t divs[] = {1, 2, 3, 5, 7, 10, 641, 65535, 65536, 65537, 46341, 1u << 30, (1u << 30) + 1,
+                                    2147483646u, 2147483647u};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof divs / sizeof divs[0]; i++) {
+        int64_t shape[1] = {divs[i]}, st[1] = {1};
+        fake_plan(&p, 1, shape, st, 0);
+        p.strides[0][0] = 2; /* not contiguous: ew_s */
+        if (divs[i] > 1073741823u)
+            p.strides[0][0] = 1, p.strides[1][0] = -1;
+        CHECK(run_fake(&g, 0, &p, 132, 0) == 0 && (g.args[0].p.flags & NNK_CUDA_IDX32), "divisor %u: 32-bit", divs[i]);
+        uint32_t m = g.args[0].magic[0], sh = g.args[0].shift[0];
+        uint32_t probe[] = {0, 1, divs[i] - 1, divs[i], divs[i] + 1, 2 * divs[i] - 1, 2147483647u, 2147483646u,
+                            2147483647u - divs[i], 1234567891u, 1u << 30};
+        for (size_t j = 0; j < sizeof probe / sizeof probe[0]; j++) {
+            uint32_t n = probe[j];
+            if (n > 2147483647u)
+                continue;
+            uint32_t hi = (uint32_t)(((uint64_t)n * m) >> 32);
+            uint32_t q = (hi + n) >> sh;
+            bad += q != n / divs[i];
+        }
+        for (uint32_t n = 0; n < 100000; n += 7)
+            bad += ((((uint32_t)(((uint64_t)n * m) >> 32)) + n) >> sh) != n / divs[i];
+    }
+    CHECK(bad == 0, "%d wrong quotients of the fast division", bad);
+}
+
 int main(void)
 {
     const char *b = getenv("top_builddir");
@@ -399,6 +555,7 @@ int main(void)
     setenv("NNK_EXTENSION_PATH", path, 1);
     unsetenv("NNK_CUDA_DRIVER");
     test_reduce_op();
+    test_dispatch();
     test_extensions();
     test_drivers();
     bool nvrtc = test_jit();

@@ -47,6 +47,7 @@ struct Emu {
     char *err;
     size_t errlen;
     bool raw;  /* the kernels take nnk_cuda_rargs */
+    const char *name;
 };
 
 int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
@@ -64,6 +65,14 @@ int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned 
     if (st != CUDAEMU_OK)
         snprintf(e->err, e->errlen, "%s: %s", name, cudaemu_last_error());
     return st;
+}
+
+/* Kernels of the shared object by suffix (the dispatch asks for rd_warp). */
+int emu_has(void *user, const char *suffix)
+{
+    char sym[512];
+    snprintf(sym, sizeof sym, "%s__%s", static_cast<Emu *>(user)->name, suffix);
+    return dlsym(self_handle(), sym) != nullptr;
 }
 
 void *emu_alloc(void *, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
@@ -106,7 +115,7 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
         for (int i = 0; i < s[0] && i < 64; i++)
             sizes.state_size[i] = s[2 + i];
     }
-    Emu e = {err, errlen, raw != nullptr};
+    Emu e = {err, errlen, raw != nullptr, name};
     nnk_cuda_launcher L;
     memset(&L, 0, sizeof L);
     L.user = &e;
@@ -117,6 +126,11 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
     L.block = block;
     L.max_grid = max_grid;
     L.force = force;
+    /* NNK_EMU_PARTS: the split's blocks per output position (emu_extra.py's
+     * tree merge of many parts, which 4 emulated SMs would never pick) */
+    const char *parts = getenv("NNK_EMU_PARTS");
+    L.parts = parts ? atoi(parts) : 0;
+    L.has = emu_has;
     L.raw = raw != nullptr;
     L.range = raw ? &range : nullptr; /* the emulated device's memory is the host's */
     if (nnk_cuda_dispatch(name, reduction, &sizes, &p, &L, err, errlen))

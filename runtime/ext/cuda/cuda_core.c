@@ -166,6 +166,7 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
     S->block = env_uint(S, "NNK_CUDA_BLOCK");
     S->max_grid = env_uint(S, "NNK_CUDA_MAX_GRID");
     S->force = (int)env_uint(S, "NNK_CUDA_FORCE");
+    S->parts = (int)env_uint(S, "NNK_CUDA_PARTS");
     /* Contraction of a * b + c into one FMA is an explicit opt-in: without
      * it the GPU rounds every operation as the C back end does
      * (-ffp-contract=off), bit for bit where the math is the same. */
@@ -173,9 +174,11 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
     /* NNK_CUDA_PTX=1: JIT to PTX the driver compiles, never cubins (the
      * fallback for drivers that refuse NVRTC's cubins, on demand: tests) */
     S->force_ptx = env_uint(S, "NNK_CUDA_PTX") != 0;
-    if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 3) {
+    if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 4 || S->parts > 65535) {
         free(S);
-        return host->set_error(NNK_EINVAL, "%s: NNK_CUDA_BLOCK must be a multiple of 32 up to %d, NNK_CUDA_FORCE 0..3",
+        return host->set_error(NNK_EINVAL,
+                               "%s: NNK_CUDA_BLOCK must be a multiple of 32 up to %d, NNK_CUDA_FORCE 0..4, "
+                               "NNK_CUDA_PARTS 0..65535",
                                ext, NNK_CUDA_BLOCK);
     }
     load_driver(S);
@@ -604,8 +607,8 @@ nnk_status cu_nvrtc_ready(cu_state *S)
 
 /* ---- modules ------------------------------------------------------------------------- */
 
-static const char *const suffixes[CU_NSUFFIX] = {"ew_c",    "ew_c64", "ew_s",   "rd_block",
-                                                 "rd_thread", "rd_part", "rd_fin", "rd_epi"};
+static const char *const suffixes[CU_NSUFFIX] = {"ew_c",    "ew_c64",  "ew_s",   "rd_block", "rd_thread",
+                                                 "rd_part", "rd_fin", "rd_epi", "rd_warp"};
 
 static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
                                       bool ptx, cu_module *m, CUresult *load_error);
@@ -1124,17 +1127,30 @@ typedef struct launch_ctx {
     size_t errlen;
 } launch_ctx;
 
+/* The index of kernel NAME__SUFFIX (or of SUFFIX alone) in suffixes[]. */
+static int suffix_index(const char *name)
+{
+    for (int k = 0; k < CU_NSUFFIX; k++) {
+        size_t sl = strlen(suffixes[k]), nl = strlen(name);
+        if (strcmp(name, suffixes[k]) == 0 ||
+            (nl > sl + 2 && strcmp(name + nl - sl, suffixes[k]) == 0 && name[nl - sl - 1] == '_' && name[nl - sl - 2] == '_'))
+            return k;
+    }
+    return -1;
+}
+
+/* Code of an older nnkc has no rd_warp: the dispatch then takes rd_block. */
+static int lc_has(void *user, const char *suffix)
+{
+    launch_ctx *L = user;
+    int i = suffix_index(suffix);
+    return i >= 0 && L->m->fn[i] != NULL;
+}
+
 static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
 {
     launch_ctx *L = user;
-    const char *us = strrchr(name, '_');
-    int i = -1;
-    for (int k = 0; k < CU_NSUFFIX && i < 0; k++) {
-        size_t sl = strlen(suffixes[k]), nl = strlen(name);
-        if (nl > sl + 2 && strcmp(name + nl - sl, suffixes[k]) == 0 && name[nl - sl - 1] == '_' && name[nl - sl - 2] == '_')
-            i = k;
-    }
-    (void)us;
+    int i = suffix_index(name);
     if (i < 0 || !L->m->fn[i]) {
         fmt(L->err, L->errlen, "%s: the CUDA code has no kernel %s", L->S->ext, name);
         L->status = NNK_EINTERNAL;
@@ -1243,6 +1259,8 @@ static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan
     L.block = S->block;
     L.max_grid = S->max_grid;
     L.force = S->force;
+    L.parts = S->parts;
+    L.has = lc_has;
     /* Raw parameters and index(d): the range error lives in device memory,
      * zeroed before the kernels and copied back after them into the
      * runtime's (which then reports NNK_ERANGE); the launch waits for its

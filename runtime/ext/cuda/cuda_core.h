@@ -46,7 +46,7 @@ typedef struct cu_device {
 } cu_device;
 
 /* A loaded module: the kernels of one instance on one device. */
-enum { CU_NSUFFIX = 8 };
+enum { CU_NSUFFIX = 9 };
 typedef struct cu_module {
     struct cu_module *next;
     char key[65];                /* the compiled code's cache key, or "" for linked code */
@@ -79,9 +79,9 @@ typedef struct cu_state {
     int ndevices;
     cu_device *devs;
     char status[768];
-    /* test and tuning knobs (NNK_CUDA_BLOCK, NNK_CUDA_MAX_GRID, NNK_CUDA_FORCE) */
+    /* test and tuning knobs (NNK_CUDA_BLOCK, NNK_CUDA_MAX_GRID, NNK_CUDA_FORCE, NNK_CUDA_PARTS) */
     unsigned block, max_grid;
-    int force;
+    int force, parts;
     bool fmad;                   /* NNK_CUDA_FMAD=1: NVRTC may contract a * b + c (--fmad=true) */
     bool force_ptx;              /* NNK_CUDA_PTX=1: PTX JIT by the driver, no cubins */
     /* NVRTC, loaded at the first compile */

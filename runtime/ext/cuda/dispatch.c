@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { NNK_SPLIT_MIN = 64 };
+/* NNK_WARP_ROW: slices up to this long take a warp each (rd_warp) rather
+ * than a block: 32 lanes with 4 accumulators each cover 128 elements per
+ * step, so a 1024-element row is 8 steps, and a block per row of 64 left
+ * 192 of its 256 threads idle.  The split's sizes: below. */
+enum { NNK_SPLIT_MIN = 64, NNK_SPLIT_STREAM = 4096, NNK_WARP_ROW = 1024 };
 
 static int fail(char *err, size_t errlen, const char *msg)
 {
@@ -127,6 +131,50 @@ static int rows_contiguous(const nnk_plan *p)
     return 1;
 }
 
+/* NNK_CUDA_IDX32 for NAME__ew_s when the flat index and every operand's
+ * offsets (idx included) stay inside int32_t, with the magic numbers of
+ * each extent: shift = ceil(log2 e), magic = 2^32 (2^shift - e) / e + 1,
+ * so that (umulhi(i, magic) + i) >> shift = i / e for i < 2^31 (the sum
+ * cannot wrap: umulhi(i, magic) <= i). */
+static void fast_divmod(nnk_cuda_args *a, const nnk_plan *p)
+{
+    const int64_t lim = INT32_MAX;
+    if (p->nkept > lim)
+        return;
+    for (int k = 0; k <= p->nops; k++) {
+        int64_t hi = 0, lo = 0;
+        for (int d = 0; d < p->ndim; d++) {
+            /* extents are under 2^31 here: no product passes 2^62 */
+            int64_t st = p->strides[k][d];
+            if (st > lim || st < -lim)
+                return;
+            int64_t span = (p->shape[d] - 1) * st;
+            if (span > 0)
+                hi += span;
+            else
+                lo += span;
+            if (hi > lim || lo < -lim)
+                return;
+        }
+    }
+    for (int d = 0; d < p->ndim; d++) {
+        uint64_t e = (uint64_t)p->shape[d];
+        uint32_t sh = 0;
+        while (sh < 31 && ((uint64_t)1 << sh) < e)
+            sh++;
+        a->shift[d] = sh;
+        a->magic[d] = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << sh) - e)) / e + 1);
+    }
+    a->p.flags |= NNK_CUDA_IDX32;
+}
+
+/* The warp-per-row kernel's finals of a warp each fit its shared memory
+ * (NNK_WROWS in templates/cuda/prelude.tmpl). */
+static int warp_fits(const nnk_cuda_sizes *sizes)
+{
+    return sizes && sizes->finals_size >= 0 && (int64_t)sizes->finals_size * (NNK_CUDA_BLOCK / 32) <= 16384;
+}
+
 int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *sizes, const nnk_plan *p,
                       const nnk_cuda_launcher *L, char *err, size_t errlen)
 {
@@ -148,6 +196,8 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
         if (contiguous(p))
             return launch(L, name, p->nkept < ((int64_t)1 << 31) ? "ew_c" : "ew_c64", grid_for(p->nkept, block, L), 1,
                           block, &ra.a, err, errlen);
+        if (L->force != 1) /* the test knob: 64-bit offsets */
+            fast_divmod(&ra.a, p);
         return launch(L, name, "ew_s", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
     }
     int sms = L->num_sms > 0 ? L->num_sms : 16;
@@ -158,23 +208,41 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
             force = rows_contiguous(p) ? 1 : (p->nkept >= (int64_t)sms * 64 ? 2 : 1);
         else
             force = 3;
+        /* short rows: a 256-thread block would leave most threads idle */
+        if (force == 1 && rows_contiguous(p) && n <= NNK_WARP_ROW && p->nkept >= (int64_t)sms * 4 && warp_fits(sizes) &&
+            (!L->has || L->has(L->user, "rd_warp")))
+            force = 4;
+    }
+    if (force == 4) {
+        /* a warp per position, NNK_WROWS (the prelude's) per block */
+        unsigned rows = sizes && warp_fits(sizes) ? block / 32 : 1;
+        return launch(L, name, "rd_warp", grid_for((p->nkept + rows - 1) / rows * block, block, L), 1, block, &ra.a, err,
+                      errlen);
     }
     if (force == 1)
         return launch(L, name, "rd_block", grid_for(p->nkept * block, block, L), 1, block, &ra.a, err, errlen);
     if (force == 2)
         return launch(L, name, "rd_thread", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
 
-    /* Split: about 8 blocks per SM in all, each thread of a part at least
-     * NNK_SPLIT_MIN elements (bytes in flight per thread, and few parts
-     * for rd_fin to merge). */
+    /* Split: each thread of a part streams at least NNK_SPLIT_STREAM
+     * elements (16 KB of f32: the block fold and rd_fin's merge are then
+     * noise), up to 8 blocks per SM; but never fewer parts than one wave of
+     * the device (a block per SM) while each thread still has
+     * NNK_SPLIT_MIN elements, or a 4 MB sum would run on one SM. */
     if (!sizes || sizes->nphases < 0 || sizes->nphases > 64)
         return fail(err, errlen, "missing reduction sizes for a split reduction");
     if (p->nkept > 65535)
         return fail(err, errlen, "too many output positions for a split reduction");
-    int64_t parts = (int64_t)sms * 8 / p->nkept;
-    int64_t most = (n + NNK_SPLIT_MIN * block - 1) / (NNK_SPLIT_MIN * block);
-    if (parts > most)
-        parts = most;
+    int64_t parts = n / ((int64_t)NNK_SPLIT_STREAM * block);
+    int64_t wave = sms / p->nkept, most = (n + NNK_SPLIT_MIN * block - 1) / (NNK_SPLIT_MIN * block);
+    if (wave > most)
+        wave = most;
+    if (parts < wave)
+        parts = wave;
+    if (parts > (int64_t)sms * 8 / p->nkept)
+        parts = (int64_t)sms * 8 / p->nkept;
+    if (L->parts)
+        parts = L->parts < (1 << 20) ? L->parts : (1 << 20);
     if (parts < 1)
         parts = 1;
     if (L->max_grid && parts > (int64_t)L->max_grid)
@@ -195,7 +263,7 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
             ra.a.phase = ph;
             rc = launch(L, name, "rd_part", (unsigned)parts, (unsigned)p->nkept, block, &ra.a, err, errlen);
             if (rc == 0)
-                rc = launch(L, name, "rd_fin", grid_for(p->nkept, block, L), 1, block, &ra.a, err, errlen);
+                rc = launch(L, name, "rd_fin", grid_for(p->nkept * block, block, L), 1, block, &ra.a, err, errlen);
         }
         int64_t total = p->nkept * (n > 0 ? n : 1);
         if (rc == 0)

@@ -18,11 +18,16 @@ typedef struct nnk_cuda_launcher {
     /* Device memory for partial states; NULL on failure. */
     void *(*alloc)(void *user, size_t bytes);
     void (*release)(void *user, void *ptr);
+    /* Optional: 0 when the module lacks kernel NAME__suffix (code of an
+     * older nnkc); NULL: every kernel is there. */
+    int (*has)(void *user, const char *suffix);
     int num_sms;      /* streaming multiprocessors, to size grids */
     /* Test knobs, 0 for the defaults: */
     unsigned block;   /* threads per block (a multiple of 32, at most NNK_CUDA_BLOCK) */
     unsigned max_grid;/* cap on blocks per launch (grid-stride loops take the rest) */
-    int force;        /* reductions: 1 block per output, 2 thread per output, 3 split */
+    int force;        /* reductions: 1 block per output, 2 thread per output, 3 split, 4 warp per output;
+                       * elementwise: 1 64-bit offsets in NAME__ew_s (never NNK_CUDA_IDX32) */
+    int parts;        /* split reductions: blocks per output position (capped by max_grid) */
     /* The kernels read raw parameters or index(d) (NAME__cu_raw): args
      * then points at the head of an nnk_cuda_rargs, whose range is
      * `range` (device memory the caller zeroed and reads back, or NULL). */

@@ -196,14 +196,18 @@ typedef struct nnk_kernel_desc {
  *   reduction    NAME__rd_block (a block per output position),
  *                NAME__rd_thread (a thread per output position),
  *                NAME__rd_part, NAME__rd_fin, NAME__rd_epi (a reduction split
- *                over many blocks, phase by phase, deterministic)
+ *                over many blocks, phase by phase, deterministic),
+ *                NAME__rd_warp (a warp per output position: short slices)
  * The host side that picks one is runtime/ext/cuda/dispatch.c. */
 #define NNK_CUDA_MAX_DIMS 8
 #define NNK_CUDA_MAX_TENSORS 16
 #define NNK_CUDA_MAX_SCALARS 16
 #define NNK_CUDA_BLOCK 256       /* threads per block of every kernel */
 
-enum { NNK_CUDA_VEC = 1 };       /* flags: every operand 16-byte aligned */
+/* flags: NNK_CUDA_VEC every operand 16-byte aligned; NNK_CUDA_IDX32 every
+ * flat index and every operand's offset fits in an int32_t (NAME__ew_s then
+ * divides by the extents with nnk_cuda_args' magic numbers) */
+enum { NNK_CUDA_VEC = 1, NNK_CUDA_IDX32 = 2 };
 
 typedef struct nnk_cuda_plan {
     int32_t ndim, nred, nops, flags;
@@ -220,6 +224,11 @@ typedef struct nnk_cuda_args {
     int32_t nparts;   /* blocks sharing one output position's range */
     void *scratch;    /* nkept * nparts partial states of the phase */
     void *finals;     /* nkept * finals_size bytes */
+    /* With NNK_CUDA_IDX32: q = (umulhi(i, magic[d]) + i) >> shift[d] is
+     * i / shape[d] for every i < 2^31 (after the plan, so code of an older
+     * nnkc, which never reads them, takes the same arguments). */
+    uint32_t magic[NNK_CUDA_MAX_DIMS];
+    uint32_t shift[NNK_CUDA_MAX_DIMS];
 } nnk_cuda_args;
 
 /* Kernels that read raw parameters or index(d) (their module has a
