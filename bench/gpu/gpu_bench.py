@@ -6,6 +6,8 @@ measurement and a summary of the ratios against their goals:
   elementwise bandwidth / device-to-device copy bandwidth   goal >= 0.9
   torch.sum time / nnk sum time                               goal >= 1.0
   torch softmax, layer_norm (rows) time / nnk time            goal >= 1.2
+  torch.sum(dim=1) of rows (1e6 x 64: a warp per row) / nnk  goal >= 1.0
+  torch broadcast add time / nnk (the strided path)          goal >= 1.0
 
     gpu_bench.py [--ext cuda|cudnn|cpu] [--scale S] [--quick]
 
@@ -31,6 +33,7 @@ import nnkrt  # noqa: E402
 
 SOURCE = """
 elementwise scale(x: f32[], a: f32) -> (y: f32[]) { y = a * x; }
+elementwise badd(x: f32[], y: f32[]) -> (z: f32[]) { z = x + y; }
 reduction total(x: f32[]) -> (r: f32) { r = sum(x); }
 reduction softmax(x: f32[]) -> (y: f32[]) {
     let m = max(x);
@@ -263,6 +266,51 @@ def main():
                 del tx
         rt.free(d)
         rt.free(o)
+    # ---- row sums (short rows: a warp per row) and split sums of several sizes ----
+    sum_cases = [("rows", int(1000000 * scale) or 64, 64), ("rows", int(65536 * scale) or 8, 1024)]
+    sum_cases += [("split", 1, int(n * scale) or 4096) for n in (1 << 20, 1 << 24)]
+    for kind, rows, cols in sum_cases:
+        xr = rng.standard_normal((rows, cols), dtype=np.float32)
+        d = rt.from_numpy(ctx, xr)
+        o = rt.new(ctx, "f32", [rows])
+        a = rt.args()
+        rt.fill_args(a, [d], [o], axes=[1])
+        t = best_time(lambda: rt.launch_args(k_total, a), sync, iters)
+        rt.lib.nnk_args_free(a)
+        report("sum of %d rows x %d (%s): nnk" % (rows, cols, kind), 4 * rows * cols / t / 1e9, unit="GB/s")
+        got = rt.to_numpy(o)
+        if not np.allclose(got, xr.astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-3):
+            raise SystemExit("bench: wrong row sums (%d x %d)" % (rows, cols))
+        if "torch" in P:
+            torch = P["torch"]
+            tx = torch.from_numpy(xr).cuda()
+            ts = best_time(lambda: torch.sum(tx, dim=1), torch.cuda.synchronize, iters)
+            report("torch.sum time / nnk sum time (%d x %d)" % (rows, cols), ts / t, 1.0)
+            del tx
+        rt.free(d)
+        rt.free(o)
+
+    # ---- broadcast elementwise (NAME__ew_s, 32-bit offsets) against the copy ----
+    rows, cols = int(16384 * scale) or 8, 4096
+    col = rt.from_numpy(ctx, rng.standard_normal((rows, 1), dtype=np.float32))
+    row = rt.from_numpy(ctx, rng.standard_normal((1, cols), dtype=np.float32))
+    o = rt.new(ctx, "f32", [rows, cols])
+    a = rt.args()
+    rt.fill_args(a, [col, row], [o])
+    k_badd = m.kernel("badd")
+    t = best_time(lambda: rt.launch_args(k_badd, a), sync, iters)
+    rt.lib.nnk_args_free(a)
+    report("broadcast add %d x %d (strided path): nnk" % (rows, cols), 4 * rows * cols / t / 1e9, unit="GB/s")
+    if "torch" in P:
+        torch = P["torch"]
+        tc, tr = torch.randn(rows, 1, device="cuda"), torch.randn(1, cols, device="cuda")
+        to = torch.empty(rows, cols, device="cuda")
+        tt = best_time(lambda: torch.add(tc, tr, out=to), torch.cuda.synchronize, iters)
+        report("torch broadcast add time / nnk time", tt / t, 1.0)
+        del tc, tr, to
+    for arr in (col, row, o):
+        rt.free(arr)
+
     st = rt.memory_stats(ext, 0)
     print("bench: allocator: %d MiB cached, peak %d MiB in use, %d hits, %d misses" % (
         st.bytes_cached >> 20, st.peak_bytes_in_use >> 20, st.hits, st.misses), flush=True)

@@ -238,11 +238,15 @@ fi
 # ---- 5. conformance through the cuda extension -------------------------------------------
 if [ $BUILT = 1 ] && [ $have_numpy = 1 ]; then
 	step conformance-views 10 "$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" --views || true
+	step conformance-views-64 6 env NNK_CUDA_FORCE=1 "$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" --views || true
 	step conformance-reduction 40 "$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" test_reduction.py || true
 	step conformance-half 10 "$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" test_half.py || true
 	# every dispatch path and knob (per process: the extension reads them at load)
+	# (4: a warp per position; PARTS=700: rd_fin's tree over more parts than
+	# threads; elementwise FORCE=1: 64-bit strided offsets)
 	for knobs in "NNK_CUDA_FORCE=1 NNK_CUDA_BLOCK=64" "NNK_CUDA_FORCE=2 NNK_CUDA_MAX_GRID=3" \
-		"NNK_CUDA_FORCE=3 NNK_CUDA_BLOCK=32 NNK_CUDA_MAX_GRID=1"; do
+		"NNK_CUDA_FORCE=3 NNK_CUDA_BLOCK=32 NNK_CUDA_MAX_GRID=1" "NNK_CUDA_FORCE=4 NNK_CUDA_BLOCK=128" \
+		"NNK_CUDA_FORCE=3 NNK_CUDA_PARTS=700 NNK_CUDA_BLOCK=64"; do
 		tag=$(echo "$knobs" | sed 's/NNK_CUDA_//g; s/=//g; s/ /-/g' | tr '[:upper:]' '[:lower:]')
 		# shellcheck disable=SC2086 # the knobs are words
 		step "paths-$tag" 8 env $knobs "$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" test_reduction.py \
@@ -267,7 +271,7 @@ fi
 
 # ---- 7. elementwise conformance with the time left ----------------------------------------------
 if [ $BUILT = 1 ] && [ $have_numpy = 1 ]; then
-	step conformance-elementwise 36 env NNK_GPU_SKIP=test_constant_folding_matches_runtime \
+	step conformance-elementwise 14 env NNK_GPU_SKIP=test_constant_folding_matches_runtime \
 		"$PY" "$SRC/tests/gpu/gpu_conformance.py" --ext "$EXT" test_elementwise.py || true
 fi
 
