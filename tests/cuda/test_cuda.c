@@ -10,7 +10,11 @@
  *    cache (hit, corrupt entry), compile errors with the source line and a
  *    kept copy of the source; no FMA contraction unless NNK_CUDA_FMAD=1
  *    (the PTX of a * b - c, both ways);
- *  - nnkc_module_reduce_op on kernels that are and are not plain reductions.
+ *  - nnkc_module_reduce_op on kernels that are and are not plain reductions;
+ *  - dispatch.c's choices (warp per row, the split's parts, rd_fin's grid,
+ *    32-bit strided offsets and their magic numbers) with a fake launcher;
+ *  - cu_rect_plan (strided device copies as cuMemcpy2DAsync planes)
+ *    against an element-by-element copy.
  *
  * Environment: top_builddir (the extensions are in $top_builddir/.libs),
  * CUDA_HOME (for the stub library).  Exit 77 when NVRTC cannot be loaded
@@ -547,6 +551,101 @@ static void test_dispatch(void)
     CHECK(bad == 0, "%d wrong quotients of the fast division", bad);
 }
 
+/* ---- cu_rect_plan: strided device copies as cuMemcpy2DAsync rectangles --------------- */
+
+/* What count cuMemcpy2DAsync calls of the plan do, on host memory. */
+static void rect_copy(const cu_rect *r, unsigned char *dst, const unsigned char *src)
+{
+    for (size_t c = 0; c < r->count; c++)
+        for (size_t y = 0; y < r->height; y++)
+            memcpy(dst + c * (size_t)r->dstep + y * r->dpitch, src + c * (size_t)r->sstep + y * r->spitch, r->width);
+}
+
+static void strided_copy(int nd, const int64_t *shape, unsigned char *dst, const int64_t *ds, const unsigned char *src,
+                         const int64_t *ss, size_t es)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t f = i, od = 0, os = 0;
+        for (int d = nd - 1; d >= 0; d--) {
+            od += f % shape[d] * ds[d];
+            os += f % shape[d] * ss[d];
+            f /= shape[d];
+        }
+        memcpy(dst + od * (int64_t)es, src + os * (int64_t)es, es);
+    }
+}
+
+static void test_rect_plan(void)
+{
+    /* layouts the 2-D copies must take, and some they must not */
+    static const struct { int nd; int64_t shape[4], ds[4], ss[4]; int ok; } cases[] = {
+        {1, {100}, {1}, {1}, 1},                              /* contiguous */
+        {2, {7, 30}, {30, 1}, {64, 1}, 1},                    /* rows of a wider matrix */
+        {2, {7, 30}, {32, 1}, {30, 1}, 1},
+        {1, {50}, {1}, {3}, 1},                               /* single elements at a pitch */
+        {2, {40, 1}, {1, 1}, {5, 1}, 1},                      /* a column */
+        {3, {4, 5, 6}, {64, 8, 1}, {30, 6, 1}, 1},            /* planes of rows */
+        {3, {4, 5, 6}, {30, 6, 1}, {0, 6, 1}, 0},             /* a broadcast source plane */
+        {2, {5, 6}, {1, 5}, {6, 1}, 0},                       /* a transpose */
+        {2, {5, 6}, {6, 1}, {-6, 1}, 0},                      /* reversed rows */
+        {2, {5, 6}, {3, 1}, {6, 1}, 0},                       /* overlapping destination rows */
+        {4, {2, 3, 4, 5}, {200, 50, 10, 1}, {60, 20, 5, 1}, 0}, /* four levels */
+        {3, {65, 2, 3}, {6, 3, 1}, {6, 3, 1}, 1},             /* contiguous: the rows merge */
+        {3, {65, 2, 3}, {9, 4, 1}, {6, 3, 1}, 0},             /* 65 planes: more than NNK_CU_RECTS */
+        {4, {3, 4, 5, 2}, {80, 10, 2, 1}, {40, 10, 2, 1}, 1}, /* planes of rows that merge in the destination */
+    };
+    unsigned char src[8192], dst[8192], want[8192];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (unsigned char)(i * 131 + 7);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (size_t es = 1; es <= 8; es *= 2) {
+            cu_rect r;
+            int rc = cu_rect_plan(cases[i].nd, cases[i].shape, cases[i].ds, cases[i].ss, es, &r);
+            CHECK((rc == 0) == cases[i].ok, "copy layout %zu (esize %zu): %s", i, es, rc ? "not taken" : "taken");
+            if (rc)
+                continue;
+            memset(dst, 0xee, sizeof dst);
+            memset(want, 0xee, sizeof want);
+            const unsigned char *s0 = src + 64 * es;
+            rect_copy(&r, dst + 64 * es, s0);
+            strided_copy(cases[i].nd, cases[i].shape, want + 64 * es, cases[i].ds, s0, cases[i].ss, es);
+            CHECK(memcmp(dst, want, sizeof dst) == 0, "copy layout %zu (esize %zu): the 2-D copies differ", i, es);
+        }
+    }
+    /* random layouts: whatever the plan takes copies exactly the elements */
+    unsigned seed = 12345;
+    int taken = 0;
+    for (int t = 0; t < 3000; t++) {
+        int64_t shape[3], ds[3], ss[3];
+        int nd = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 3;
+        size_t es = (size_t)1 << (((seed = seed * 1103515245u + 12345u) >> 16) % 4);
+        for (int d = 0; d < nd; d++) {
+            shape[d] = 1 + ((seed = seed * 1103515245u + 12345u) >> 16) % 6;
+            ds[d] = (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % 40) - 4;
+            ss[d] = (int64_t)(((seed = seed * 1103515245u + 12345u) >> 16) % 40) - 4;
+        }
+        if (t % 3 == 0) /* often contiguous inner rows */
+            ds[nd - 1] = ss[nd - 1] = 1;
+        cu_rect r;
+        if (cu_rect_plan(nd, shape, ds, ss, es, &r))
+            continue;
+        taken++;
+        /* the destination holds no element twice (else the order would matter) */
+        memset(dst, 0xee, sizeof dst);
+        memset(want, 0xee, sizeof want);
+        rect_copy(&r, dst + 2048, src + 2048);
+        strided_copy(nd, shape, want + 2048, ds, src + 2048, ss, es);
+        if (memcmp(dst, want, sizeof dst) != 0) {
+            CHECK(0, "random copy layout %d (nd %d esize %zu) differs", t, nd, es);
+            break;
+        }
+    }
+    CHECK(taken > 300, "only %d random layouts taken", taken);
+}
+
 int main(void)
 {
     const char *b = getenv("top_builddir");
@@ -556,6 +655,7 @@ int main(void)
     unsetenv("NNK_CUDA_DRIVER");
     test_reduce_op();
     test_dispatch();
+    test_rect_plan();
     test_extensions();
     test_drivers();
     bool nvrtc = test_jit();

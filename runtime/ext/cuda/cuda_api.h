@@ -23,6 +23,7 @@ typedef struct CUmemPoolHandle_st *CUmemoryPool;
 
 enum {
     CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_NOT_INITIALIZED = 3,
     CUDA_ERROR_STUB_LIBRARY = 34,
@@ -83,9 +84,30 @@ enum {
       (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
        unsigned shmem, CUstream s, void **params, void **extra))
 
+/* cuMemcpy2DAsync's description of a copy (cuda.h's CUDA_MEMCPY2D; the
+ * extension fills the device-to-device fields only). */
+enum { CU_MEMORYTYPE_DEVICE = 2 };
+typedef struct CUDA_MEMCPY2D {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+
 /* Entry points of newer drivers (11.2, 11.3): NULL when the driver lacks
- * them, and the extension does without (stream-ordered scratch). */
+ * them, and the extension does without (stream-ordered scratch; strided
+ * device copies, which the runtime then stages through the host). */
 #define NNK_CU_OPTIONAL(X)                                                                               \
+    X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", CUresult, (const CUDA_MEMCPY2D *c, CUstream s))             \
     X(cuMemAllocAsync, "cuMemAllocAsync", CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))          \
     X(cuMemFreeAsync, "cuMemFreeAsync", CUresult, (CUdeviceptr p, CUstream s))                            \
     X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CUresult, (CUmemoryPool * pool, CUdevice d)) \

@@ -423,6 +423,109 @@ nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, c
     return r ? cu_fail(S, NNK_EDEVICE, r, what) : NNK_OK;
 }
 
+/* Up to three levels of a strided copy, inner first: contiguous rows (or
+ * single elements), rows at a pitch, up to NNK_CU_RECTS such planes; the
+ * destination's levels must nest (no two elements on one byte) and every
+ * stride be positive.  Broadcasts, reversed or transposed axes take the
+ * runtime's staging (negative strides too: they would need the planes'
+ * order reversed, which the runtime's staging already does right). */
+enum { NNK_CU_RECTS = 64 };
+int cu_rect_plan(int32_t ndim, const int64_t *shape, const int64_t *ds, const int64_t *ss, size_t esize, cu_rect *r)
+{
+    /* the dimensions of extent > 1, inner first, those that nest in both
+     * layouts merged (a contiguous array is one row) */
+    int64_t sh[NNK_MAX_DIMS], dst_[NNK_MAX_DIMS], sst[NNK_MAX_DIMS];
+    int nd = 0;
+    if (ndim < 0 || ndim > NNK_MAX_DIMS || esize == 0 || esize > 64)
+        return -1;
+    const int64_t lim = (int64_t)1 << 40; /* far beyond any device: no product below overflows */
+    for (int32_t d = ndim - 1; d >= 0; d--) {
+        if (shape[d] < 0 || shape[d] > lim)
+            return -1;
+        if (shape[d] == 0) {
+            *r = (cu_rect){esize, 0, esize, esize, 0, 0, 0};
+            return 0;
+        }
+        if (shape[d] == 1)
+            continue;
+        if (ds[d] <= 0 || ss[d] <= 0 || ds[d] > lim || ss[d] > lim)
+            return -1;
+        if (nd > 0 && ds[d] == dst_[nd - 1] * sh[nd - 1] && ss[d] == sst[nd - 1] * sh[nd - 1] &&
+            sh[nd - 1] <= lim / shape[d]) {
+            sh[nd - 1] *= shape[d];
+            continue;
+        }
+        sh[nd] = shape[d], dst_[nd] = ds[d], sst[nd] = ss[d];
+        nd++;
+    }
+    *r = (cu_rect){esize, 1, esize, esize, 1, 0, 0};
+    int k = 0;
+    if (nd > 0 && dst_[0] == 1 && sst[0] == 1) {
+        r->width = (size_t)sh[0] * esize;
+        k = 1;
+    }
+    if (nd - k > 2)
+        return -1;
+    for (int level = 0; k < nd; k++, level++) {
+        const int64_t dp = dst_[k] * (int64_t)esize, sp = sst[k] * (int64_t)esize;
+        if (level == 0) {
+            if ((size_t)dp < r->width || (size_t)sp < r->width)
+                return -1;
+            r->height = (size_t)sh[k];
+            r->dpitch = (size_t)dp;
+            r->spitch = (size_t)sp;
+        } else {
+            /* a plane of the destination ends before the next begins */
+            if (sh[k] > NNK_CU_RECTS || dp < (int64_t)(r->dpitch * (r->height - 1) + r->width))
+                return -1;
+            r->count = (size_t)sh[k];
+            r->dstep = dp;
+            r->sstep = sp;
+        }
+    }
+    if (r->height == 1)
+        r->dpitch = r->spitch = r->width; /* one row: the pitch is unused (and must be >= the width) */
+    return 0;
+}
+
+nnk_status cu_copy_strided(cu_state *S, int32_t device, int32_t ndim, const int64_t *shape, void *dst,
+                           const int64_t *dst_strides, const void *src, const int64_t *src_strides, size_t esize)
+{
+    cu_rect rc;
+    if (!S->cuo.cuMemcpy2DAsync || cu_rect_plan(ndim, shape, dst_strides, src_strides, esize, &rc))
+        return NNK_EUNSUPPORTED;
+    if (rc.count == 0 || rc.height == 0)
+        return NNK_OK;
+    /* the two regions must not overlap (the copy's order is unspecified) */
+    const uintptr_t d0 = (uintptr_t)dst, s0 = (uintptr_t)src;
+    const uintptr_t d1 = d0 + (rc.count - 1) * (size_t)rc.dstep + (rc.height - 1) * rc.dpitch + rc.width;
+    const uintptr_t s1 = s0 + (rc.count - 1) * (size_t)rc.sstep + (rc.height - 1) * rc.spitch + rc.width;
+    if (d0 < s1 && s0 < d1)
+        return NNK_EUNSUPPORTED;
+    nnk_status s = cu_enter(S, device);
+    if (s)
+        return s;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t c = 0; c < rc.count && r == CUDA_SUCCESS; c++) {
+        CUDA_MEMCPY2D m;
+        memset(&m, 0, sizeof m);
+        m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.srcDevice = (CUdeviceptr)(s0 + c * (size_t)rc.sstep);
+        m.dstDevice = (CUdeviceptr)(d0 + c * (size_t)rc.dstep);
+        m.srcPitch = rc.spitch;
+        m.dstPitch = rc.dpitch;
+        m.WidthInBytes = rc.width;
+        m.Height = rc.height;
+        r = S->cuo.cuMemcpy2DAsync(&m, S->devs[device].stream);
+    }
+    cu_leave(S);
+    /* a pitch or width this driver refuses (it has limits of its own): the
+     * runtime stages, as for any layout not done here */
+    if (r == CUDA_ERROR_INVALID_VALUE)
+        return NNK_EUNSUPPORTED;
+    return r ? cu_fail(S, NNK_EDEVICE, r, "cuMemcpy2DAsync") : NNK_OK;
+}
+
 /* ---- NVRTC ------------------------------------------------------------------------- */
 
 /* Headers for generated code when the toolkit's cuda_fp16.h / cuda_bf16.h

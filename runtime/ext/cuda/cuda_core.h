@@ -126,6 +126,18 @@ nnk_status cu_mem_alloc(cu_state *S, int32_t device, size_t bytes, void **ptr);
 void cu_mem_free(cu_state *S, int32_t device, void *ptr);
 nnk_status cu_memset_zero(cu_state *S, int32_t device, void *ptr, size_t bytes);
 nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, const void *src, size_t bytes);
+/* A strided device-to-device copy as count 2-D copies (cuMemcpy2DAsync):
+ * rows of width bytes, height rows at pitches dpitch/spitch, the copies
+ * dstep/sstep bytes apart.  cu_rect_plan: 0 when the layout is one of
+ * those (tests check it against a copy element by element), -1 if not. */
+typedef struct cu_rect {
+    size_t width, height, dpitch, spitch, count;
+    int64_t dstep, sstep;
+} cu_rect;
+int cu_rect_plan(int32_t ndim, const int64_t *shape, const int64_t *dst_strides, const int64_t *src_strides,
+                 size_t esize, cu_rect *r);
+nnk_status cu_copy_strided(cu_state *S, int32_t device, int32_t ndim, const int64_t *shape, void *dst,
+                           const int64_t *dst_strides, const void *src, const int64_t *src_strides, size_t esize);
 nnk_status cu_kernel_compile(cu_state *S, int32_t device, const nnk_kernel_source *src, nnk_ext_kernel *out);
 nnk_status cu_kernel_load(cu_state *S, int32_t device, const nnk_kernel_desc *desc, nnk_ext_kernel *out);
 void cu_kernel_free(cu_state *S, nnk_ext_kernel *k);

@@ -48,6 +48,12 @@ static nnk_status launch_stream(void *st, const nnk_kernel_desc *desc, const nnk
     return cu_launch_stream(st, desc, plan, stream);
 }
 
+static nnk_status copy_strided(void *st, int32_t d, int32_t ndim, const int64_t *shape, void *dst, const int64_t *ds,
+                               const void *src, const int64_t *ss, size_t esize)
+{
+    return cu_copy_strided(st, d, ndim, shape, dst, ds, src, ss, esize);
+}
+
 static const nnk_extension_ops ops = {
     NNK_EXT_OPS_COMMON,
     .name = "cuda",
@@ -56,6 +62,7 @@ static const nnk_extension_ops ops = {
     .context = NULL, /* the default: cuda:half (half), cuda:float, cpu:float */
     .kernel_load = kernel_load,
     .launch_stream = launch_stream,
+    .copy_strided = copy_strided,
 };
 
 NNK_EXT_ENTRY(ops)

@@ -231,6 +231,11 @@ static nnk_status launch_stream(void *st, const nnk_kernel_desc *desc, const nnk
 {
     return cu_launch_stream(((dnn_state *)st)->cu, desc, plan, stream);
 }
+static nnk_status copy_strided(void *st, int32_t d, int32_t ndim, const int64_t *shape, void *dst, const int64_t *ds,
+                               const void *src, const int64_t *ss, size_t esize)
+{
+    return cu_copy_strided(((dnn_state *)st)->cu, d, ndim, shape, dst, ds, src, ss, esize);
+}
 
 /* ---- reductions through cuDNN ------------------------------------------------------ */
 
@@ -398,6 +403,7 @@ static const nnk_extension_ops ops = {
     .context = context,
     .kernel_load = kernel_load,
     .launch_stream = launch_stream,
+    .copy_strided = copy_strided,
 };
 
 NNK_EXT_ENTRY(ops)
