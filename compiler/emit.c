@@ -1072,3 +1072,146 @@ uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char 
     buf_free(&body);
     return need;
 }
+
+/* ---- element functions -------------------------------------------------------- */
+
+/* The per-element nodes that `roots` need, down to (not into) the values
+ * of outer levels and the nodes in `given`; which of those the code takes
+ * as arguments, which operands' elements, and whether idx and the plan. */
+static void elem_scan(const EmitOperands *o, const int32_t *roots, int nroots, const uint8_t *given, EmitElem *e)
+{
+    const IrKernel *k = o->k;
+    e->in = nnkc_scratch((size_t)k->nnodes + 1);
+    e->arg = nnkc_scratch((size_t)k->nnodes + 1);
+    e->loads = nnkc_scratch((size_t)o->nops + 1);
+    e->res = nnkc_scratch(sizeof *e->res * (size_t)(nroots + 1));
+    for (int i = 0; i < nroots; i++) {
+        int r = roots[i];
+        if (r < 0 || k->nodes[r].level != L_ELEM || (given && given[r]) || e->in[r])
+            continue;
+        e->in[r] = 1;
+        e->res[e->nres++] = r;
+    }
+    for (int i = k->nnodes - 1; i >= 0; i--) {
+        if (!e->in[i])
+            continue;
+        const IrNode *n = &k->nodes[i];
+        if (n->op == IR_LOAD)
+            e->loads[n->aux] = 1;
+        e->idx |= n->op == IR_IDX || n->op == IR_DIMIDX;
+        e->plan |= n->op == IR_RAWIX || n->op == IR_RAWLD || n->op == IR_RAWSHAPE || n->op == IR_DIMIDX;
+        int32_t ops[3] = {n->a, n->b, n->c};
+        for (int j = 0; j < 3; j++) {
+            int a = ops[j];
+            if (a < 0 || k->nodes[a].op == IR_CONST)
+                continue;
+            if (k->nodes[a].level == L_ELEM && !(given && given[a]))
+                e->in[a] = 1;
+            else
+                e->arg[a] = 1;
+        }
+    }
+}
+
+static void elem_operand(const EmitAccess *ac, int op, Buf *out)
+{
+    (void)ac;
+    buf_printf(out, "e%d", op);
+}
+
+/* Defines NAME, the function computing one element of the values `roots`
+ * (those of them that are per-element values; the others the caller has):
+ * the per-element nodes, from the operands' elements eK (storage type),
+ * idx, the plan and the values of outer levels or in `given` (tN, computed
+ * by the caller).  One value is its result; more go through pointers oN.
+ * Every loop of an instance calls it instead of repeating the nodes, as
+ * PyTorch's jit_utils and CuPy write one element function per kernel; it
+ * is always inlined (NNK_INLINE, NNK_DEVICE), so the loops vectorize as
+ * before.  `lead` is a first parameter ("" none).  Writes nothing and
+ * leaves e->nres 0 when no root is a per-element value, and sets
+ * e->direct when the values are only loads (the calls read them). */
+void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *name, const char *lead,
+                  const int32_t *roots, int nroots, const uint8_t *given, EmitElem *e, Buf *out)
+{
+    const IrKernel *k = o->k;
+    memset(e, 0, sizeof *e);
+    e->name = name;
+    e->t = t;
+    elem_scan(o, roots, nroots, given, e);
+    if (!e->nres)
+        return;
+    /* only loads (a sum of x): nothing to share, the loops read them */
+    e->direct = true;
+    for (int i = 0; i < k->nnodes; i++)
+        e->direct &= !e->in[i] || k->nodes[i].op == IR_LOAD;
+    if (e->direct)
+        return;
+    Buf params = {0};
+    if (lead && *lead)
+        buf_printf(&params, "%s", lead);
+    if (e->plan)
+        buf_printf(&params, "%s%s", params.len ? ", " : "", t->plan_param);
+    if (e->idx)
+        buf_printf(&params, "%sint64_t idx", params.len ? ", " : "");
+    for (int op = 0; op < o->nops; op++)
+        if (e->loads[op])
+            buf_printf(&params, "%s%s e%d", params.len ? ", " : "", stype(o->storage[op]), op);
+    for (int i = 0; i < k->nnodes; i++)
+        if (e->arg[i])
+            buf_printf(&params, "%s%s t%d", params.len ? ", " : "", ctype((Type)k->nodes[i].type), i);
+    if (e->nres > 1)
+        for (int r = 0; r < e->nres; r++)
+            buf_printf(&params, "%s%s *o%d", params.len ? ", " : "", ctype((Type)k->nodes[e->res[r]].type), e->res[r]);
+    const char *ret = e->nres == 1 ? ctype((Type)k->nodes[e->res[0]].type) : "void";
+    buf_printf(out, "%s %s %s(%s)\n{\n", t->qual, ret, name, params.len ? params.data : "void");
+    buf_free(&params);
+    EmitAccess ac = {.k = k, .operand = elem_operand, .idx = "idx", .n = "n_red", .red_fmt = "r%d", .plan = "p"};
+    emit_nodes(&ac, e->in, NULL, "    ", out);
+    if (e->nres == 1)
+        buf_printf(out, "    return t%d;\n", e->res[0]);
+    else
+        for (int r = 0; r < e->nres; r++)
+            buf_printf(out, "    *o%d = t%d;\n", e->res[r], e->res[r]);
+    buf_puts(out, "}\n");
+}
+
+/* The call of an element function from a loop addressing operands by
+ * `ac`: its values declared as tN.  `lead` is the first argument. */
+void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *ac, const char *lead, Buf *out)
+{
+    const IrKernel *k = o->k;
+    if (!e->nres)
+        return;
+    if (e->direct) {
+        emit_nodes(ac, e->in, NULL, "", out);
+        return;
+    }
+    Buf args = {0};
+    if (lead && *lead)
+        buf_puts(&args, lead);
+    if (e->plan)
+        buf_printf(&args, "%s%s", args.len ? ", " : "", ac->plan ? ac->plan : "p");
+    if (e->idx)
+        buf_printf(&args, "%s%s", args.len ? ", " : "", ac->idx);
+    for (int op = 0; op < o->nops; op++) {
+        if (!e->loads[op])
+            continue;
+        if (args.len)
+            buf_puts(&args, ", ");
+        ac->operand(ac, op, &args);
+    }
+    for (int i = 0; i < k->nnodes; i++)
+        if (e->arg[i])
+            buf_printf(&args, "%st%d", args.len ? ", " : "", i);
+    if (e->nres == 1) {
+        int r = e->res[0];
+        buf_printf(out, "const %s t%d = %s(%s);\n", ctype((Type)k->nodes[r].type), r, e->name, args.data ? args.data : "");
+    } else {
+        for (int r = 0; r < e->nres; r++)
+            buf_printf(out, "%s t%d;\n", ctype((Type)k->nodes[e->res[r]].type), e->res[r]);
+        for (int r = 0; r < e->nres; r++)
+            buf_printf(&args, "%s&t%d", args.len ? ", " : "", e->res[r]);
+        buf_printf(out, "%s(%s);\n", e->name, args.data);
+    }
+    buf_free(&args);
+}

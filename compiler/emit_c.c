@@ -259,15 +259,17 @@ static bool uses_ranged(const char *body)
     return false;
 }
 
-static void ranged_fast(const char *body, Buf *out)
+/* body with each ranged helper's call turned into its fast form's:
+ * "nnk_sin_f32(" into "nnk_sin_f32r(RNG, ". */
+static void ranged_fast(const char *body, const char *rng, Buf *out)
 {
     Buf cur = {0};
     buf_puts(&cur, body ? body : "");
     for (size_t i = 0; i < sizeof ranged_helpers / sizeof *ranged_helpers; i++) {
         const char *h = ranged_helpers[i];
         Buf to = {0}, next = {0};
-        buf_put(&to, h, strlen(h) - 1);  /* nnk_sin_f32 */
-        buf_puts(&to, "r(&rng_, ");      /* nnk_sin_f32r(&rng_, x) */
+        buf_put(&to, h, strlen(h) - 1); /* nnk_sin_f32 */
+        buf_printf(&to, "r(%s, ", rng); /* nnk_sin_f32r(rng_, x) */
         replace_all(cur.data, h, to.data, &next);
         buf_free(&cur);
         buf_free(&to);
@@ -319,55 +321,71 @@ static void seg_item(const EmitOperands *g, TDict *e, int op)
     tset(e, "cst", g->output[op] ? "" : "const ");
 }
 
+/* The C back end's element functions: always inlined (c/prelude.tmpl). */
+static const EmitElemTarget c_elem = {"NNK_INLINE", "const nnk_plan *p"};
+
 /* The elementwise loops' bodies: contiguous, strided, and the fast and
- * exact forms of a block with ranged helpers. */
+ * exact forms of a block with ranged helpers, each a call of the element
+ * function NAME__elem (NAME__elemr: its fast form) and the stores. */
 static void ew_bodies(const EmitOperands *g, TDict *d, const Need *nd)
 {
     const IrKernel *k = g->k;
     Mode mc = M_EW_CONTIG, ms = M_EW_STRIDED;
     EmitAccess ac = access_for(g, &mc), as = access_for(g, &ms);
-    Buf uni = {0}, cb = {0}, sb = {0}, elem = {0}, rb = {0}, rdecl = {0}, rstore = {0};
+    int32_t roots[MAXOPS];
+    for (int i = 0; i < k->nouts; i++)
+        roots[i] = k->outs[i].node;
+    Buf fns = {0}, uni = {0}, cb = {0}, sb = {0}, rb = {0}, fb = {0}, rdecl = {0}, rstore = {0};
+    EmitElem e;
+    emit_elem_fn(g, &c_elem, arena_printf(g->c->arena, "%s__elem", g->in->name), "", roots, k->nouts, NULL, &e, &fns);
+    bool ranged = uses_ranged(fns.data);
+    EmitElem er;
+    if (ranged) {
+        Buf exact = {0};
+        emit_elem_fn(g, &c_elem, arena_printf(g->c->arena, "%s__elemr", g->in->name), "uint32_t *rng_", roots,
+                     k->nouts, NULL, &er, &exact);
+        buf_puts(&fns, "\n/* The same with the fast forms of sin and cos, which set *rng_ for an\n"
+                       " * argument out of their range. */\n");
+        ranged_fast(exact.data, "rng_", &fns);
+        buf_free(&exact);
+    }
     emit_levels(&ac, nd->in, L_CONST, L_ROW, &uni);
-    emit_levels(&ac, nd->in, L_ELEM, L_ELEM, &elem);
-    emit_levels(&as, nd->in, L_ELEM, L_ELEM, &sb);
-    buf_puts(&cb, elem.data ? elem.data : "");
-    buf_puts(&rb, elem.data ? elem.data : "");
+    emit_elem_call(g, &e, &ac, "", &cb);
+    emit_elem_call(g, &e, &as, "", &sb);
+    emit_elem_call(g, &e, &ac, "", &rb);
+    if (ranged)
+        emit_elem_call(g, &er, &ac, "&rng_", &fb);
     for (int i = 0; i < k->nouts; i++) {
         const IrOutput *o = &k->outs[i];
         int op = k->nloads + i;
-        Buf v = {0};
+        Buf v = {0}, st = {0};
         emit_ref(&ac, o->node, &v);
-        buf_printf(&cb, "p%d[i] = ", op);
-        emit_store(o->type, o->storage, v.data, &cb);
-        buf_puts(&cb, ";\n");
-        buf_printf(&rb, "o%d_[j] = ", op);
-        emit_store(o->type, o->storage, v.data, &rb);
-        buf_puts(&rb, ";\n");
+        emit_store(o->type, o->storage, v.data, &st);
+        buf_printf(&cb, "p%d[i] = %s;\n", op, st.data);
+        buf_printf(&rb, "o%d_[j] = %s;\n", op, st.data);
+        buf_printf(&fb, "o%d_[j] = %s;\n", op, st.data);
         buf_printf(&rdecl, "%s o%d_[NNK_BLOCK];\n", stype(o->storage), op);
         buf_printf(&rstore, "p%d[b + j] = o%d_[j];\n", op, op);
-        buf_printf(&sb, "p%d[i * d%d] = ", op, op);
-        emit_store(o->type, o->storage, v.data, &sb);
-        buf_puts(&sb, ";\n");
+        buf_printf(&sb, "p%d[i * d%d] = %s;\n", op, op, st.data);
         buf_free(&v);
+        buf_free(&st);
     }
+    tset(d, "elem_fns", emit_str(g->c, &fns));
     tset(d, "uniform_code", emit_str(g->c, &uni));
     tset(d, "contig_body", emit_str(g->c, &cb));
     tset(d, "strided_body", emit_str(g->c, &sb));
-    bool ranged = uses_ranged(elem.data);
     tbool(d, "ranged", ranged);
     if (ranged) {
-        Buf fast = {0};
-        ranged_fast(rb.data, &fast);
         tset(d, "ranged_decls", emit_str(g->c, &rdecl));
-        tset(d, "ranged_fast_body", emit_str(g->c, &fast));
+        tset(d, "ranged_fast_body", emit_str(g->c, &fb));
         tset(d, "ranged_exact_body", emit_str(g->c, &rb));
         tset(d, "ranged_stores", emit_str(g->c, &rstore));
     } else {
         buf_free(&rb);
+        buf_free(&fb);
         buf_free(&rdecl);
         buf_free(&rstore);
     }
-    buf_free(&elem);
 }
 
 /* The loops' parameter and argument lists (idx, the scalars and operands
@@ -571,11 +589,12 @@ static void prologue(const EmitOperands *g, const Need *nd, int hi, bool uses_f,
     emit_levels(&ac, nd->in, L_CONST, hi, out);
 }
 
-/* The per-element code of a reduction loop: the nodes, then `tail`. */
-static void elem_code(const EmitOperands *g, const Need *nd, Mode mode, Buf *out)
+/* The per-element code of a reduction loop: the call of the element
+ * function. */
+static void elem_code(const EmitOperands *g, const EmitElem *e, Mode mode, Buf *out)
 {
     EmitAccess ac = access_for(g, &mode);
-    emit_levels(&ac, nd->in, L_ELEM, L_ELEM, out);
+    emit_elem_call(g, e, &ac, "", out);
 }
 
 /* Stores of the tensor outputs for the element loop of `mode`. */
@@ -739,13 +758,12 @@ static Cache find_cache(const EmitOperands *g)
     return c;
 }
 
-/* The per-element code of a loop of `mode`, with the cached value (if the
- * set needs it) read from its output. */
-static void elem_code_c(const EmitOperands *g, const Need *nd, Mode mode, Cache cache, Buf *out)
+/* The per-element code of a loop of `mode`: the cached value (if the
+ * element function takes it) read from its output, then the call. */
+static void elem_code_c(const EmitOperands *g, const EmitElem *e, Mode mode, Cache cache, Buf *out)
 {
     EmitAccess ac = access_for(g, &mode);
-    uint8_t *done = nnkc_scratch((size_t)g->k->nnodes + 1);
-    if (cache.node >= 0 && nd->in[cache.node]) {
+    if (cache.node >= 0 && e->arg[cache.node]) {
         Type t = (Type)g->k->nodes[cache.node].type;
         Buf a = {0};
         operand_access(&ac, cache.op, &a);
@@ -753,12 +771,8 @@ static void elem_code_c(const EmitOperands *g, const Need *nd, Mode mode, Cache 
         emit_load(g->storage[cache.op], t, a.data, out);
         buf_puts(out, "; /* stored by the last phase */\n");
         buf_free(&a);
-        done[cache.node] = 1;
     }
-    uint8_t *sel = nnkc_scratch((size_t)g->k->nnodes + 1);
-    for (int i = 0; i < g->k->nnodes; i++)
-        sel[i] = nd->in[i] && g->k->nodes[i].level == L_ELEM;
-    emit_nodes(&ac, sel, done, "", out);
+    emit_elem_call(g, e, &ac, "", out);
 }
 
 /* A lane or field name of reducer ri ("a%d_[j]"), in the arena. */
@@ -814,6 +828,7 @@ typedef struct Phase {
     bool custom, mean, has_arg;
     Buf upd, cupd;     /* row order and column order updates of the lanes */
     Need nd, ind;      /* what the arguments and the identities read */
+    EmitElem e;        /* the element function: the arguments (and the cached value) */
 } Phase;
 
 /* The phase's reducers: list `reds`, init and final, the element updates. */
@@ -934,9 +949,9 @@ static void phase_row(const EmitOperands *g, TDict *P, Phase *f)
         uses_i |= nd->loads[op] != 0;
     if (!uses_i)
         buf_puts(&cbody, "(void)i;\n");
-    elem_code(g, nd, M_ROW_CONTIG, &cbody);
+    elem_code(g, &f->e, M_ROW_CONTIG, &cbody);
     buf_puts(&cbody, f->upd.data ? f->upd.data : "");
-    elem_code(g, nd, M_ROW_STRIDED, &sbody);
+    elem_code(g, &f->e, M_ROW_STRIDED, &sbody);
     buf_puts(&sbody, f->upd.data ? f->upd.data : "");
     bool any_seg = false;
     if (cache.node >= 0) {
@@ -1005,7 +1020,7 @@ static void phase_col(const EmitOperands *g, TDict *P, Phase *f, uint8_t *col_ro
     buf_free(&choist);
     buf_puts(&colb, cload.data ? cload.data : "");
     buf_free(&cload);
-    elem_code(g, nd, M_COL, &colb);
+    elem_code(g, &f->e, M_COL, &colb);
     buf_puts(&colb, f->cupd.data ? f->cupd.data : "");
     bool any_row = false;
     for (int op = 0; op < k->nloads + g->in->nouts; op++) {
@@ -1045,6 +1060,19 @@ static void reduction_phase(const EmitOperands *g, TDict *P, int ph, Cache cache
 {
     Phase f = {.ph = ph, .cache = cache};
     phase_reducers(g, P, &f, lane_bytes);
+    {
+        /* the element function: the reducers' arguments and the value the
+         * epilogue reads again */
+        int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(f.nroots + 2));
+        memcpy(roots, f.roots, sizeof *roots * (size_t)f.nroots);
+        int nr = f.nroots;
+        if (cache.node >= 0)
+            roots[nr++] = cache.node;
+        Buf fn = {0};
+        emit_elem_fn(g, &c_elem, arena_printf(g->c->arena, "%s__elem%d", g->in->name, ph), "", roots, nr, NULL, &f.e,
+                     &fn);
+        tset(P, "elem_fn", emit_str(g->c, &fn));
+    }
     for (int op = 0; op < g->k->nloads; op++)
         red_loads[op] |= f.nd.loads[op];
     phase_row(g, P, &f);
@@ -1081,6 +1109,7 @@ typedef struct Epi {
     Cache cache;
     Need nd, tnd;
     uint8_t *bu, *br;
+    EmitElem e; /* the tensor outputs' element function */
 } Epi;
 
 /* The row order epilogue (templates/c/reduction.tmpl, epi and epirow). */
@@ -1124,9 +1153,9 @@ static void epilogue_row(const EmitOperands *g, TDict *d, const Epi *E)
     }
     tlist(d, "epi_ops");
     tbool(d, "epi_idx", E->tnd.idx);
-    elem_code_c(g, &E->tnd, M_ROW_CONTIG, E->cache, &cbody);
+    elem_code_c(g, &E->e, M_ROW_CONTIG, E->cache, &cbody);
     tensor_stores(g, M_ROW_CONTIG, &cbody);
-    elem_code_c(g, &E->tnd, M_ROW_STRIDED, E->cache, &sbody);
+    elem_code_c(g, &E->e, M_ROW_STRIDED, E->cache, &sbody);
     tensor_stores(g, M_ROW_STRIDED, &sbody);
     if (E->has_tensor)
         blocked_fns(g, d, "epirow", "n contiguous elements of the tensor outputs (row order epilogue)", "epirow", "n",
@@ -1222,7 +1251,7 @@ static void epilogue_col(const EmitOperands *g, TDict *d, const Epi *E, uint8_t 
         buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
         buf_printf(&ceargs, ", c%d", op);
     }
-    elem_code_c(g, &E->tnd, M_COL, E->cache, &cebody);
+    elem_code_c(g, &E->e, M_COL, E->cache, &cebody);
     tensor_stores(g, M_COL, &cebody);
     if (E->has_tensor)
         blocked_fns(g, d, "cepirow", "T positions of one row of the tensor outputs (column order epilogue)",
@@ -1352,6 +1381,15 @@ static void reduction(const EmitOperands *g, TDict *d)
     E.tnd = need_cut(g, E.troots, E.nt, NULL, cache.node);
     E.bu = boundary(g, &E.tnd, E.troots, E.nt, L_UNIFORM);
     E.br = boundary(g, &E.tnd, E.troots, E.nt, L_ROW);
+    {
+        uint8_t *given = nnkc_scratch((size_t)k->nnodes + 1);
+        if (cache.node >= 0)
+            given[cache.node] = 1;
+        Buf fn = {0};
+        emit_elem_fn(g, &c_elem, arena_printf(g->c->arena, "%s__epi_elem", g->in->name), "", E.troots, E.nt, given,
+                     &E.e, &fn);
+        tset(d, "epi_elem_fn", emit_str(g->c, &fn));
+    }
     epilogue_row(g, d, &E);
     epilogue_col(g, d, &E, col_rows);
     col_scratch(g, d, col_rows, max_lane_bytes);

@@ -686,6 +686,26 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
  * ident_code, init_code, merge_code, final_code, step_code, prologue_code,
  * elem_body; the nodes the elements need (emit_opencl.c). */
 uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P);
+/* An instance's element function (emit.c): the per-element nodes once,
+ * called from every loop.  EmitElemTarget: the target's qualifier of an
+ * always-inlined function (NNK_INLINE, NNK_DEVICE) and its plan parameter. */
+typedef struct EmitElemTarget {
+    const char *qual, *plan_param;
+} EmitElemTarget;
+typedef struct EmitElem {
+    const char *name;
+    const EmitElemTarget *t;
+    int nres;       /* values it gives (0: no function) */
+    bool direct;    /* only loads: no function, the calls read them */
+    int32_t *res;
+    bool idx, plan; /* takes idx, the plan */
+    uint8_t *in;    /* per node: computed in it */
+    uint8_t *arg;   /* per node: taken as an argument tN */
+    uint8_t *loads; /* per operand: takes its element eK */
+} EmitElem;
+void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *name, const char *lead,
+                  const int32_t *roots, int nroots, const uint8_t *given, EmitElem *e, Buf *out);
+void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *ac, const char *lead, Buf *out);
 /* reduce() with a tuple state (reducers head..head+width-1): every value
  * combined at once, dst_j = COMBj(p, a..., b...) with all of a and b read
  * first (dst may be a).  `dst`, `a`, `b` are printf formats of a value's
