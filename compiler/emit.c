@@ -1140,10 +1140,16 @@ void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *na
     elem_scan(o, roots, nroots, given, e);
     if (!e->nres)
         return;
-    /* only loads (a sum of x): nothing to share, the loops read them */
-    e->direct = true;
-    for (int i = 0; i < k->nnodes; i++)
-        e->direct &= !e->in[i] || k->nodes[i].op == IR_LOAD;
+    /* only loads (a sum of x): nothing to share, the loops read them; raw
+     * views and index(d) on a target without a plan parameter (CUDA,
+     * OpenCL: their raw helpers take the kernel's own arguments): the
+     * loops compute them too */
+    e->direct = !t->plan_param && e->plan;
+    if (!e->direct) {
+        e->direct = true;
+        for (int i = 0; i < k->nnodes; i++)
+            e->direct &= !e->in[i] || k->nodes[i].op == IR_LOAD;
+    }
     if (e->direct)
         return;
     Buf params = {0};
@@ -1214,4 +1220,175 @@ void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *
         buf_printf(out, "%s(%s);\n", e->name, args.data);
     }
     buf_free(&args);
+}
+
+/* ---- what the GPU-like targets share: operands, loops, epilogue ------------ */
+
+/* A mark of the nodes `roots` need, at every level. */
+uint8_t *emit_mark(const IrKernel *k, const int32_t *roots, int n)
+{
+    uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
+    ir_mark(k, roots, n, L_CONST, need);
+    return need;
+}
+
+static void dev_operand(const EmitAccess *ac, int op, Buf *out)
+{
+    const EmitDevAccess *m = ac->user;
+    switch (m->mode) {
+    case DEV_VEC: buf_printf(out, m->t->vec, op); break;
+    case DEV_FLAT: buf_printf(out, "g%d[i]", op); break;
+    case DEV_OFF: buf_printf(out, "g%d[off[%d]]", op, op); break;
+    case DEV_SLICE: buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op); break;
+    }
+}
+
+/* A kernel's loop addressing operands as m says: gK, the typed pointer to
+ * operand K, at i, at the plan's offsets off[K] or in the slice b[K] +
+ * ro[K]; the vector element, raw views and index(d) the target's way
+ * (m->t).  idx is the flat index "idx" (the slice's position for
+ * DEV_SLICE). */
+EmitAccess emit_dev_access(const EmitOperands *o, const EmitDevAccess *m)
+{
+    EmitAccess ac = {.k = o->k, .operand = dev_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d",
+                     .plan = m->t->plan, .raw_args = m->t->raw_args, .raw_data = m->t->raw_data, .user = m};
+    if (m->mode == DEV_SLICE)
+        ac.idx = arena_printf(o->c->arena, "(b[%d] + ro[%d])", o->nops, o->nops);
+    return ac;
+}
+
+/* Elements per vector access: 16 bytes of the widest operand. */
+int emit_vec_elems(const EmitOperands *o)
+{
+    int widest = 1;
+    for (int op = 0; op < o->nops; op++)
+        if (type_info[o->storage[op]].bits / 8 > widest)
+            widest = type_info[o->storage[op]].bits / 8;
+    return 16 / widest;
+}
+
+/* An elementwise instance's code for the kernels of a GPU-like target:
+ * the element function (elem_fns, qualified as t->elem says), the values
+ * computed before the loops (uniform_code), and the loops' bodies, each a
+ * call and the stores: vec_body (vector elements as t->vec says), flat_body,
+ * off_body.  Returns the nodes the outputs need. */
+uint8_t *emit_dev_elementwise(const EmitOperands *o, const EmitDevTarget *t, TDict *d)
+{
+    const IrKernel *k = o->k;
+    int32_t roots[NNKC_MAX_PARAMS * 2 + 2];
+    for (int i = 0; i < k->nouts; i++)
+        roots[i] = k->outs[i].node;
+    uint8_t *need = emit_mark(k, roots, k->nouts);
+    EmitDevAccess mv = {DEV_VEC, t}, mf = {DEV_FLAT, t}, mo = {DEV_OFF, t};
+    EmitAccess acs[3] = {emit_dev_access(o, &mv), emit_dev_access(o, &mf), emit_dev_access(o, &mo)};
+    Buf fns = {0}, uni = {0}, bodies[3] = {{0}};
+    EmitElem e;
+    emit_elem_fn(o, &t->elem, arena_printf(o->c->arena, "%s__elem", o->in->name), "", roots, k->nouts, NULL, &e,
+                 &fns);
+    emit_levels(&acs[1], need, L_CONST, L_ROW, &uni);
+    for (int a = 0; a < 3; a++)
+        emit_elem_call(o, &e, &acs[a], "", &bodies[a]);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *out = &k->outs[i];
+        Buf v = {0}, st = {0};
+        emit_ref(&acs[1], out->node, &v);
+        emit_store(out->type, out->storage, v.data, &st);
+        for (int a = 0; a < 3; a++) {
+            acs[a].operand(&acs[a], k->nloads + i, &bodies[a]);
+            buf_printf(&bodies[a], " = %s;\n", st.data);
+        }
+        buf_free(&v);
+        buf_free(&st);
+    }
+    tset(d, "elem_fns", emit_str(o->c, &fns));
+    tset(d, "uniform_code", emit_str(o->c, &uni));
+    tset(d, "vec_body", emit_str(o->c, &bodies[0]));
+    tset(d, "flat_body", emit_str(o->c, &bodies[1]));
+    tset(d, "off_body", emit_str(o->c, &bodies[2]));
+    return need;
+}
+
+/* A reduction's finals (fin_fields): one field per reducer. */
+void emit_fin_fields(const EmitOperands *o, TDict *d)
+{
+    const IrKernel *k = o->k;
+    Buf fin = {0};
+    for (int ri = 0; ri < k->nreds; ri++)
+        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
+    if (!k->nreds)
+        buf_puts(&fin, "char unused_;\n");
+    tset(d, "fin_fields", emit_str(o->c, &fin));
+}
+
+/* Whether a reducer of the kernel is argmax or argmin. */
+bool emit_has_arg(const IrKernel *k)
+{
+    bool has_arg = false;
+    for (int ri = 0; ri < k->nreds; ri++)
+        has_arg |= red_is_arg(&k->reds[ri]);
+    return has_arg;
+}
+
+/* A reduction's epilogue on a GPU-like target, one slice at a time (ac:
+ * DEV_SLICE): epi_prologue, epi_body (the tensor outputs per element),
+ * scalar_stores (the reduced-shape ones), has_tensor_outs.  Returns the
+ * nodes it needs (for the target's pointers and scalar reads). */
+uint8_t *emit_dev_epilogue(const EmitOperands *o, const EmitAccess *ac, TDict *d)
+{
+    const IrKernel *k = o->k;
+    int32_t roots[NNKC_MAX_PARAMS * 2 + 2];
+    bool has_tensor = false;
+    for (int i = 0; i < k->nouts; i++) {
+        roots[i] = k->outs[i].node;
+        has_tensor |= k->outs[i].tensor;
+    }
+    uint8_t *need = emit_mark(k, roots, k->nouts);
+    Buf pro = {0}, body = {0}, stores = {0};
+    emit_levels(ac, need, L_CONST, L_ROW, &pro);
+    emit_levels(ac, need, L_ELEM, L_ELEM, &body);
+    for (int i = 0; i < k->nouts; i++) {
+        const IrOutput *out = &k->outs[i];
+        int op = k->nloads + i;
+        Buf v = {0}, st = {0};
+        emit_ref(ac, out->node, &v);
+        emit_store(out->type, out->storage, v.data, &st);
+        if (out->tensor)
+            buf_printf(&body, "g%d[b[%d] + ro[%d]] = %s;\n", op, op, op, st.data);
+        else
+            buf_printf(&stores, "g%d[b[%d]] = %s;\n", op, op, st.data);
+        buf_free(&v);
+        buf_free(&st);
+    }
+    tset(d, "epi_prologue", emit_str(o->c, &pro));
+    tset(d, "epi_body", emit_str(o->c, &body));
+    tset(d, "scalar_stores", emit_str(o->c, &stores));
+    tbool(d, "has_tensor_outs", has_tensor);
+    return need;
+}
+
+/* A file's template data: emit_file_keys, then per instance (list
+ * `instances`) emit_instance_keys and what the target's `fill` adds;
+ * instance_list names them all, uses_raw says whether one reads raw
+ * parameters or index(d). */
+TDict *emit_instances(Compiler *c, const List *instances, const EmitOptions *opt, EmitFill fill, void *user)
+{
+    TDict *d = tdict_new(c->arena);
+    emit_file_keys(c, d, opt);
+    Buf names = {0};
+    bool uses_raw = false;
+    for (int i = 0; i < instances->n; i++) {
+        const Instance *in = instances->items[i];
+        buf_printf(&names, "%s%s", i ? ", " : "", in->name);
+        uses_raw |= ir_reads_plan(in->ir);
+        EmitOperands o;
+        emit_operands_init(&o, c, in);
+        TDict *e = tpush(d, "instances");
+        emit_instance_keys(&o, opt, e);
+        fill(&o, e, user);
+    }
+    tlist(d, "instances");
+    /* the preludes' helpers of raw parameters and index(d) */
+    tbool(d, "uses_raw", uses_raw);
+    tset(d, "instance_list", names.data ? emit_str(c, &names) : "(none)");
+    return d;
 }

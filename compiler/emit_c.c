@@ -1335,13 +1335,7 @@ static void reduction(const EmitOperands *g, TDict *d)
     EmitAccess ac = access_for(g, &m);
     emit_combine_keys(g, "p->", &ac, d);
 
-    /* finals: one field per reducer */
-    Buf fin = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
-    if (!k->nreds)
-        buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", emit_str(g->c, &fin));
+    emit_fin_fields(g, d);
     for (int op = 0; op < g->nops; op++)
         seg_item(g, tpush(d, "operands"), op);
     tlist(d, "operands");
@@ -1349,11 +1343,9 @@ static void reduction(const EmitOperands *g, TDict *d)
     const Cache cache = find_cache(g);
     uint8_t red_loads[MAXOPS] = {0};
     uint8_t *col_rows = nnkc_scratch((size_t)k->nnodes + 1);
-    bool has_arg = false;
+    bool has_arg = emit_has_arg(k);
     int max_lane_bytes = 0;
     Buf sizes = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        has_arg |= is_arg(&k->reds[ri]);
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
         tsetf(P, "phase", "%d", ph);
@@ -1412,38 +1404,23 @@ static void reduction(const EmitOperands *g, TDict *d)
 /* ---- the file ---------------------------------------------------------------------- */
 
 /* What the C file and the header say about every instance. */
+/* An instance's loops and descriptor; *user (bool): with bodies (the
+ * header has none). */
+static void instance(const EmitOperands *g, TDict *e, void *user)
+{
+    if (!*(const bool *)user)
+        return;
+    desc_params(g, e);
+    tlist(e, "params");
+    if (g->in->reduction)
+        reduction(g, e);
+    else
+        elementwise(g, e);
+}
+
 static TDict *file_dict(Compiler *c, const List *instances, const EmitOptions *opt, bool bodies)
 {
-    TDict *d = tdict_new(c->arena);
-    emit_file_keys(c, d, opt);
-    Buf names = {0};
-    bool uses_raw = false;
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        /* the prelude's helpers of raw parameters and index(d) */
-        uses_raw |= ir_reads_plan(in->ir);
-    }
-    tbool(d, "uses_raw", uses_raw);
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        buf_printf(&names, "%s%s", i ? ", " : "", in->name);
-        EmitOperands g;
-        emit_operands_init(&g, c, in);
-        TDict *e = tpush(d, "instances");
-        emit_instance_keys(&g, opt, e);
-        if (!bodies)
-            continue;
-        desc_params(&g, e);
-        tlist(e, "params");
-        if (in->reduction)
-            reduction(&g, e);
-        else
-            elementwise(&g, e);
-    }
-    tlist(d, "instances");
-    tset(d, "instance_list", names.data ? names.data : "(none)");
-    buf_free(&names);
-    return d;
+    return emit_instances(c, instances, opt, instance, &bodies);
 }
 
 void emit_c_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)

@@ -11,43 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CU_VEC, CU_FLAT, CU_OFF, CU_SLICE } CuMode;
-
-typedef struct CuAccess {
-    CuMode mode;
-} CuAccess;
-
-static void cu_operand(const EmitAccess *ac, int op, Buf *out)
-{
-    const CuAccess *m = ac->user;
-    switch (m->mode) {
-    case CU_VEC: buf_printf(out, "l%d.e[j]", op); break;
-    case CU_FLAT: buf_printf(out, "g%d[i]", op); break;
-    case CU_OFF: buf_printf(out, "g%d[off[%d]]", op, op); break;
-    case CU_SLICE: buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op); break;
-    }
-}
-
-static EmitAccess cu_access(Compiler *c, const EmitOperands *o, const CuAccess *m)
-{
-    /* raw views and index(d): the kernel's nnk_cuda_rargs, whose head is p
-     * (cuda/prelude.tmpl) */
-    EmitAccess ac = {.k = o->k, .operand = cu_operand, .n = "n_red", .red_fmt = "f->r%d", .plan = "NNK_RP(p)",
-                     .user = m};
-    switch (m->mode) {
-    case CU_VEC: case CU_FLAT: ac.idx = "idx"; break;
-    case CU_OFF: ac.idx = "idx"; break;
-    case CU_SLICE: ac.idx = arena_printf(c->arena, "(b[%d] + ro[%d])", o->nops, o->nops); break;
-    }
-    return ac;
-}
-
-static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
-{
-    uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
-    ir_mark(k, roots, n, L_CONST, need);
-    return need;
-}
+/* How the kernels address operands (emit.c's EmitDevAccess): a vector of
+ * operand k is a union l<k> of the vector word and its elements; raw views
+ * and index(d) go through the kernel's nnk_cuda_rargs, whose head is p
+ * (cuda/prelude.tmpl). */
+static const EmitDevTarget cu_target = {
+    .vec = "l%d.e[j]",
+    .plan = "NNK_RP(p)",
+    .elem = {.qual = "NNK_DEVICE"},
+};
 
 /* Typed pointers g<k> to every operand the code touches. */
 static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, Buf *out)
@@ -107,24 +79,10 @@ static const char *vec_type(int bytes)
 static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
-    int32_t roots[NNKC_MAX_PARAMS * 2];
-    for (int i = 0; i < k->nouts; i++)
-        roots[i] = k->outs[i].node;
-    uint8_t *need = mark(k, roots, k->nouts);
-
-    int widest = 1;
-    for (int op = 0; op < o->nops; op++)
-        if (type_info[o->storage[op]].bits / 8 > widest)
-            widest = type_info[o->storage[op]].bits / 8;
-    int vec = 16 / widest;
-
-    CuAccess mv = {CU_VEC}, mf = {CU_FLAT}, mo = {CU_OFF};
-    EmitAccess av = cu_access(c, o, &mv), af = cu_access(c, o, &mf), ao = cu_access(c, o, &mo);
-    Buf uni = {0}, vb = {0}, fb = {0}, ob = {0}, loads = {0}, stores = {0}, ptrs = {0};
-    emit_levels(&af, need, L_CONST, L_ROW, &uni);
-    emit_levels(&av, need, L_ELEM, L_ELEM, &vb);
-    emit_levels(&af, need, L_ELEM, L_ELEM, &fb);
-    emit_levels(&ao, need, L_ELEM, L_ELEM, &ob);
+    /* the element function, called by every kernel's loop */
+    uint8_t *need = emit_dev_elementwise(o, &cu_target, d);
+    int vec = emit_vec_elems(o);
+    Buf loads = {0}, stores = {0}, ptrs = {0};
     pointers(o, need, true, &ptrs);
     bool uses_idx = false;
     tset(d, "read_scalars", scalars_of(c, o, need, NULL, &uses_idx));
@@ -139,19 +97,6 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
             buf_printf(&loads, "l%d.w = __ldg((const %s *)g%d + v);\n", op, vec_type(bytes), op);
         }
     }
-    for (int i = 0; i < k->nouts; i++) {
-        const IrOutput *out = &k->outs[i];
-        int op = k->nloads + i;
-        Buf v = {0};
-        emit_ref(&af, out->node, &v);
-        Buf st = {0};
-        emit_store(out->type, out->storage, v.data, &st);
-        buf_printf(&vb, "l%d.e[j] = %s;\n", op, st.data);
-        buf_printf(&fb, "g%d[i] = %s;\n", op, st.data);
-        buf_printf(&ob, "g%d[off[%d]] = %s;\n", op, op, st.data);
-        buf_free(&v);
-        buf_free(&st);
-    }
     static const char *const itypes[2][2] = {{"c", "unsigned"}, {"c64", "unsigned long long"}};
     for (int t = 0; t < 2; t++) {
         TDict *e = tpush(d, "index_types");
@@ -159,10 +104,6 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
         tset(e, "itype", itypes[t][1]);
     }
     tsetf(d, "vec", "%d", vec);
-    tset(d, "uniform_code", emit_str(c, &uni));
-    tset(d, "vec_body", emit_str(c, &vb));
-    tset(d, "flat_body", emit_str(c, &fb));
-    tset(d, "off_body", emit_str(c, &ob));
     tset(d, "vec_loads", emit_str(c, &loads));
     tset(d, "vec_stores", emit_str(c, &stores));
     tset(d, "ptrs", emit_str(c, &ptrs));
@@ -181,20 +122,12 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
     tsetf(d, "nphases", "%d", k->nphases);
-    bool has_arg = false;
-    for (int ri = 0; ri < k->nreds; ri++)
-        has_arg |= red_is_arg(&k->reds[ri]);
-    tset(d, "cu_flags", has_arg ? "1" : "0"); /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
-    CuAccess cm = {CU_SLICE};
-    EmitAccess cac = cu_access(c, o, &cm);
+    /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
+    tset(d, "cu_flags", emit_has_arg(k) ? "1" : "0");
+    EmitDevAccess cm = {DEV_SLICE, &cu_target};
+    EmitAccess cac = emit_dev_access(o, &cm);
     emit_combine_keys(o, "p.", &cac, d);
-
-    Buf fin = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
-    if (!k->nreds)
-        buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", emit_str(c, &fin));
+    emit_fin_fields(o, d);
 
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
@@ -234,70 +167,31 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     tlist(d, "phases");
 
     /* the epilogue */
-    int32_t roots[NNKC_MAX_PARAMS * 2];
-    bool has_tensor = false;
-    for (int i = 0; i < k->nouts; i++) {
-        roots[i] = k->outs[i].node;
-        has_tensor |= k->outs[i].tensor;
-    }
-    uint8_t *need = mark(k, roots, k->nouts);
-    CuAccess m = {CU_SLICE};
-    EmitAccess ac = cu_access(c, o, &m);
-    Buf pro = {0}, body = {0}, ptrs = {0}, stores = {0};
-    emit_levels(&ac, need, L_CONST, L_ROW, &pro);
-    emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
+    uint8_t *need = emit_dev_epilogue(o, &cac, d);
+    Buf ptrs = {0};
     pointers(o, need, true, &ptrs);
-    for (int i = 0; i < k->nouts; i++) {
-        const IrOutput *out = &k->outs[i];
-        int op = k->nloads + i;
-        Buf v = {0}, st = {0};
-        emit_ref(&ac, out->node, &v);
-        emit_store(out->type, out->storage, v.data, &st);
-        if (out->tensor)
-            buf_printf(&body, "g%d[b[%d] + ro[%d]] = %s;\n", op, op, op, st.data);
-        else
-            buf_printf(&stores, "g%d[b[%d]] = %s;\n", op, op, st.data);
-        buf_free(&v);
-        buf_free(&st);
-    }
     bool epi_n = false;
     tset(d, "read_scalars", scalars_of(c, o, need, &epi_n, NULL));
     tbool(d, "epi_n", epi_n);
-    tset(d, "epi_prologue", emit_str(c, &pro));
-    tset(d, "epi_body", emit_str(c, &body));
-    tset(d, "scalar_stores", emit_str(c, &stores));
     tset(d, "ptrs", emit_str(c, &ptrs));
-    tbool(d, "has_tensor_outs", has_tensor);
+}
+
+static void instance(const EmitOperands *o, TDict *e, void *user)
+{
+    (void)user;
+    /* raw parameters and index(d): the kernels take nnk_cuda_rargs
+     * (nnk/abi.h), every kernel of the instance the same */
+    bool raw = ir_reads_plan(o->k);
+    tbool(e, "cu_raw", raw);
+    tset(e, "cu_param", raw ? "const nnk_cuda_rargs ra_" : "const nnk_cuda_args a");
+    tset(e, "cu_head", raw ? "const nnk_cuda_args &a = ra_.a;\n    " : "");
+    if (o->in->reduction)
+        reduction(o->c, o, e);
+    else
+        elementwise(o->c, o, e);
 }
 
 void emit_cuda_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    TDict *d = tdict_new(c->arena);
-    emit_file_keys(c, d, opt);
-    Buf names = {0};
-    bool uses_raw = false;
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        buf_printf(&names, "%s%s", i ? ", " : "", in->name);
-        EmitOperands o;
-        emit_operands_init(&o, c, in);
-        TDict *e = tpush(d, "instances");
-        emit_instance_keys(&o, opt, e);
-        /* raw parameters and index(d): the kernels take nnk_cuda_rargs
-         * (nnk/abi.h), every kernel of the instance the same */
-        bool raw = ir_reads_plan(in->ir);
-        uses_raw |= raw;
-        tbool(e, "cu_raw", raw);
-        tset(e, "cu_param", raw ? "const nnk_cuda_rargs ra_" : "const nnk_cuda_args a");
-        tset(e, "cu_head", raw ? "const nnk_cuda_args &a = ra_.a;\n    " : "");
-        if (in->reduction)
-            reduction(c, &o, e);
-        else
-            elementwise(c, &o, e);
-    }
-    tlist(d, "instances");
-    tbool(d, "uses_raw", uses_raw);
-    tset(d, "instance_list", names.data ? names.data : "(none)");
-    buf_free(&names);
-    template_render("cuda/file.tmpl", d, out);
+    template_render("cuda/file.tmpl", emit_instances(c, instances, opt, instance, NULL), out);
 }

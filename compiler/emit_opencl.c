@@ -13,40 +13,17 @@
 
 #include <string.h>
 
-typedef enum { CL_VEC, CL_FLAT, CL_OFF, CL_SLICE } ClMode;
-
-typedef struct ClAccess {
-    ClMode mode;
-} ClAccess;
-
-static void cl_operand(const EmitAccess *ac, int op, Buf *out)
-{
-    const ClAccess *m = ac->user;
-    switch (m->mode) {
-    case CL_VEC: buf_printf(out, "e%d[j]", op); break;
-    case CL_FLAT: buf_printf(out, "g%d[i]", op); break;
-    case CL_OFF: buf_printf(out, "g%d[off[%d]]", op, op); break;
-    case CL_SLICE: buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op); break;
-    }
-}
-
-static EmitAccess cl_access(Compiler *c, const EmitOperands *o, const ClAccess *m)
-{
-    /* raw views and index(d): the kernel's rp_ and rng_ (opencl/plan.h), the
-     * data through the operand's g<k> */
-    EmitAccess ac = {.k = o->k, .operand = cl_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d",
-                     .plan = "rp_", .raw_args = "rp_, rng_", .raw_data = "g%d", .user = m};
-    if (m->mode == CL_SLICE)
-        ac.idx = arena_printf(c->arena, "(b[%d] + ro[%d])", o->nops, o->nops);
-    return ac;
-}
-
-static uint8_t *mark(const IrKernel *k, const int32_t *roots, int n)
-{
-    uint8_t *need = nnkc_scratch((size_t)k->nnodes + 1);
-    ir_mark(k, roots, n, L_CONST, need);
-    return need;
-}
+/* How the kernels address operands (emit.c's EmitDevAccess): a vector of
+ * operand k is a private array e<k> (vload/vstore); raw views and index(d)
+ * are the kernel's rp_ and rng_ (opencl/plan.h), the data through the
+ * operand's g<k>. */
+static const EmitDevTarget cl_target = {
+    .vec = "e%d[j]",
+    .plan = "rp_",
+    .raw_args = "rp_, rng_",
+    .raw_data = "g%d",
+    .elem = {.qual = "NNK_INLINE"},
+};
 
 static bool uses_op(const IrKernel *k, const uint8_t *need, IrOp op)
 {
@@ -133,25 +110,10 @@ static bool needs_fp64(const EmitOperands *o)
 static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
-    int32_t roots[NNKC_MAX_PARAMS * 2];
-    for (int i = 0; i < k->nouts; i++)
-        roots[i] = k->outs[i].node;
-    uint8_t *need = mark(k, roots, k->nouts);
-
-    /* a vector is 16 bytes of the widest operand */
-    int widest = 1;
-    for (int op = 0; op < o->nops; op++)
-        if (type_info[o->storage[op]].bits / 8 > widest)
-            widest = type_info[o->storage[op]].bits / 8;
-    int vec = 16 / widest;
-
-    ClAccess mv = {CL_VEC}, mf = {CL_FLAT}, mo = {CL_OFF};
-    EmitAccess av = cl_access(c, o, &mv), af = cl_access(c, o, &mf), ao = cl_access(c, o, &mo);
-    Buf uni = {0}, vb = {0}, fb = {0}, ob = {0}, loads = {0}, stores = {0};
-    emit_levels(&af, need, L_CONST, L_ROW, &uni);
-    emit_levels(&av, need, L_ELEM, L_ELEM, &vb);
-    emit_levels(&af, need, L_ELEM, L_ELEM, &fb);
-    emit_levels(&ao, need, L_ELEM, L_ELEM, &ob);
+    /* the element function, called by every kernel's loop */
+    uint8_t *need = emit_dev_elementwise(o, &cl_target, d);
+    int vec = emit_vec_elems(o);
+    Buf loads = {0}, stores = {0};
     for (int op = 0; op < o->nops; op++) {
         /* vloadN/vstoreN take scalar element types and N >= 2: a complex
          * operand (a struct), or any beside a c128 (vec 1), moves element
@@ -171,24 +133,8 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
                 buf_printf(&loads, "vstore%d(vload%d(v, g%d), 0, e%d);\n", vec, vec, op, op);
         }
     }
-    for (int i = 0; i < k->nouts; i++) {
-        const IrOutput *out = &k->outs[i];
-        int op = k->nloads + i;
-        Buf v = {0}, st = {0};
-        emit_ref(&af, out->node, &v);
-        emit_store(out->type, out->storage, v.data, &st);
-        buf_printf(&vb, "e%d[j] = %s;\n", op, st.data);
-        buf_printf(&fb, "g%d[i] = %s;\n", op, st.data);
-        buf_printf(&ob, "g%d[off[%d]] = %s;\n", op, op, st.data);
-        buf_free(&v);
-        buf_free(&st);
-    }
     tsetf(d, "vec", "%d", vec);
     tbool(d, "uses_idx", uses_op(k, need, IR_IDX) || uses_op(k, need, IR_DIMIDX));
-    tset(d, "uniform_code", emit_str(c, &uni));
-    tset(d, "vec_body", emit_str(c, &vb));
-    tset(d, "flat_body", emit_str(c, &fb));
-    tset(d, "off_body", emit_str(c, &ob));
     tset(d, "vec_loads", emit_str(c, &loads));
     tset(d, "vec_stores", emit_str(c, &stores));
     tset(d, "ptrs", pointers(c, o, need, true));
@@ -199,13 +145,10 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
-    ClAccess m = {CL_SLICE};
-    EmitAccess ac = cl_access(c, o, &m);
+    EmitDevAccess m = {DEV_SLICE, &cl_target};
+    EmitAccess ac = emit_dev_access(o, &m);
     tsetf(d, "nphases", "%d", k->nphases);
-    bool has_arg = false;
-    for (int ri = 0; ri < k->nreds; ri++)
-        has_arg |= red_is_arg(&k->reds[ri]);
-    tset(d, "flags", has_arg ? "1" : "0");
+    tset(d, "flags", emit_has_arg(k) ? "1" : "0");
     emit_combine_keys(o, "p->", &ac, d);
     Buf args = {0};
     for (int op = 0; op < o->nops; op++)
@@ -214,12 +157,7 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         buf_puts(&args, ", rp_, rng_");
     tset(d, "kernel_args", emit_str(c, &args));
 
-    Buf fin = {0};
-    for (int ri = 0; ri < k->nreds; ri++)
-        buf_printf(&fin, "%s r%d;\n", ctype(type_compute(k->reds[ri].res_type)), ri);
-    if (!k->nreds)
-        buf_puts(&fin, "char unused_;\n");
-    tset(d, "fin_fields", emit_str(c, &fin));
+    emit_fin_fields(o, d);
 
     for (int ph = 1; ph <= k->nphases; ph++) {
         TDict *P = tpush(d, "phases");
@@ -230,64 +168,28 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     tlist(d, "phases");
 
     /* the epilogue: tensor outputs per element, reduced-shape ones once */
-    int32_t roots[NNKC_MAX_PARAMS * 2];
-    bool has_tensor = false;
-    for (int i = 0; i < k->nouts; i++) {
-        roots[i] = k->outs[i].node;
-        has_tensor |= k->outs[i].tensor;
-    }
-    uint8_t *need = mark(k, roots, k->nouts);
-    Buf pro = {0}, body = {0}, stores = {0};
-    emit_levels(&ac, need, L_CONST, L_ROW, &pro);
-    emit_levels(&ac, need, L_ELEM, L_ELEM, &body);
-    for (int i = 0; i < k->nouts; i++) {
-        const IrOutput *out = &k->outs[i];
-        int op = k->nloads + i;
-        Buf v = {0}, st = {0};
-        emit_ref(&ac, out->node, &v);
-        emit_store(out->type, out->storage, v.data, &st);
-        if (out->tensor)
-            buf_printf(&body, "g%d[b[%d] + ro[%d]] = %s;\n", op, op, op, st.data);
-        else
-            buf_printf(&stores, "g%d[b[%d]] = %s;\n", op, op, st.data);
-        buf_free(&v);
-        buf_free(&st);
-    }
-    tset(d, "epi_prologue", emit_str(c, &pro));
-    tset(d, "epi_body", emit_str(c, &body));
-    tset(d, "scalar_stores", emit_str(c, &stores));
+    uint8_t *need = emit_dev_epilogue(o, &ac, d);
     tset(d, "epi_ptrs", pointers(c, o, need, true));
-    tbool(d, "has_tensor_outs", has_tensor);
+}
+
+/* An instance's kernels; *user (bool) is set when it computes in f64. */
+static void instance(const EmitOperands *o, TDict *e, void *user)
+{
+    *(bool *)user |= needs_fp64(o);
+    tset(e, "kernel_params", kernel_params(o->c, o));
+    Buf rs = {0};
+    emit_read_scalars(o, "p->", NULL, &rs);
+    tset(e, "read_scalars", emit_str(o->c, &rs));
+    if (o->in->reduction)
+        reduction(o->c, o, e);
+    else
+        elementwise(o->c, o, e);
 }
 
 void emit_opencl_file(Compiler *c, const List *instances, const EmitOptions *opt, Buf *out)
 {
-    TDict *d = tdict_new(c->arena);
-    emit_file_keys(c, d, opt);
-    Buf names = {0};
-    bool fp64 = false, uses_raw = false;
-    for (int i = 0; i < instances->n; i++) {
-        const Instance *in = instances->items[i];
-        buf_printf(&names, "%s%s", i ? ", " : "", in->name);
-        uses_raw |= ir_reads_plan(in->ir);
-        EmitOperands o;
-        emit_operands_init(&o, c, in);
-        fp64 |= needs_fp64(&o);
-        TDict *e = tpush(d, "instances");
-        emit_instance_keys(&o, opt, e);
-        tset(e, "kernel_params", kernel_params(c, &o));
-        Buf rs = {0};
-        emit_read_scalars(&o, "p->", NULL, &rs);
-        tset(e, "read_scalars", emit_str(c, &rs));
-        if (in->reduction)
-            reduction(c, &o, e);
-        else
-            elementwise(c, &o, e);
-    }
-    tlist(d, "instances");
+    bool fp64 = false;
+    TDict *d = emit_instances(c, instances, opt, instance, &fp64);
     tbool(d, "needs_fp64", fp64);
-    tbool(d, "uses_raw", uses_raw);
-    tset(d, "instance_list", names.data ? names.data : "(none)");
-    buf_free(&names);
     template_render("opencl/file.tmpl", d, out);
 }

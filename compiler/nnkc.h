@@ -6,9 +6,11 @@
  * (grammar/lexer.re) -> parser (grammar/parser.y) -> AST (ast.c), every
  * import loaded (load.c) -> sema (sema.c, types.c, fold.c, names.c) -> IR
  * (lower.c, verify.c, ir.c) -> emitters (one file per target: emit_c.c,
- * emit_cuda.c, emit_opencl.c, over the instance model of emit.c; fatobj.c
- * puts the C and the CUDA into one object) filling templates
- * (template.c).
+ * emit_cuda.c, emit_opencl.c, over the instance model of emit.c, which
+ * also writes each instance's element function, the per-element code
+ * every loop calls; fatobj.c puts the C and the CUDA into one object)
+ * filling templates (template.c; templates/<target>/, a C reduction's
+ * row order and column order each in its own template).
  * The lists are X-macro tables: types.def, ops.def, builtins.def,
  * names.def.  Everything the compiler allocates lives in one arena per
  * Compiler and is freed in one go by nnkc_free().
@@ -615,7 +617,8 @@ bool emit_loads(const IrKernel *k, const uint8_t *need, int op);
 
 /* ---- The instance model: one interface for every target ----------------
  *
- * A target is one file, emit_<target>.c (emit_c.c, emit_cuda.c), that
+ * A target is one file, emit_<target>.c (emit_c.c, emit_cuda.c,
+ * emit_opencl.c), that
  * fills its templates (templates/<target>/) for every instance.  All it
  * says itself is how its loops address operands and where the loops go;
  * everything else is here and shared:
@@ -633,6 +636,9 @@ bool emit_loads(const IrKernel *k, const uint8_t *need, int op);
  *                     reducers' identity/step/combine/final statements and
  *                     reduce()'s combine functions (their bodies; the
  *                     function around them is the target's template).
+ *   emit_elem_fn, emit_elem_call  an instance's element function (the
+ *                     per-element nodes once, always inlined) and its call
+ *                     from a loop of the target's addressing (EmitAccess).
  *
  * So a new target needs: an access callback per loop shape, its
  * templates, and an emit_<target>_file calling emit_file_keys,
@@ -688,7 +694,8 @@ void emit_red_final(const IrReducer *r, const char *acc, const char *idxv, const
 uint8_t *emit_red_phase(const EmitOperands *o, const EmitAccess *ac, const char *plan, int ph, TDict *P);
 /* An instance's element function (emit.c): the per-element nodes once,
  * called from every loop.  EmitElemTarget: the target's qualifier of an
- * always-inlined function (NNK_INLINE, NNK_DEVICE) and its plan parameter. */
+ * always-inlined function (NNK_INLINE, NNK_DEVICE) and its plan parameter
+ * (NULL: values that read the plan stay in the loops). */
 typedef struct EmitElemTarget {
     const char *qual, *plan_param;
 } EmitElemTarget;
@@ -706,6 +713,30 @@ typedef struct EmitElem {
 void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *name, const char *lead,
                   const int32_t *roots, int nroots, const uint8_t *given, EmitElem *e, Buf *out);
 void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *ac, const char *lead, Buf *out);
+/* What the GPU-like targets (emit_cuda.c, emit_opencl.c) share: their
+ * kernels' operand addressing (gK through a vector element, at i, at the
+ * plan's offsets, in a slice), an elementwise instance's loop bodies, a
+ * reduction's finals and epilogue. */
+typedef enum { DEV_VEC, DEV_FLAT, DEV_OFF, DEV_SLICE } EmitDevMode;
+typedef struct EmitDevTarget {
+    const char *vec;                        /* printf format of operand %d's vector element: "l%d.e[j]" */
+    const char *plan, *raw_args, *raw_data; /* EmitAccess's (raw views, index(d)) */
+    EmitElemTarget elem;                    /* its element functions */
+} EmitDevTarget;
+typedef struct EmitDevAccess {
+    EmitDevMode mode;
+    const EmitDevTarget *t;
+} EmitDevAccess;
+EmitAccess emit_dev_access(const EmitOperands *o, const EmitDevAccess *m);
+uint8_t *emit_mark(const IrKernel *k, const int32_t *roots, int n);
+int emit_vec_elems(const EmitOperands *o);
+uint8_t *emit_dev_elementwise(const EmitOperands *o, const EmitDevTarget *t, TDict *d);
+void emit_fin_fields(const EmitOperands *o, TDict *d);
+bool emit_has_arg(const IrKernel *k);
+uint8_t *emit_dev_epilogue(const EmitOperands *o, const EmitAccess *ac, TDict *d);
+/* A file's data: per instance emit_instance_keys, then the target's fill. */
+typedef void (*EmitFill)(const EmitOperands *o, TDict *e, void *user);
+TDict *emit_instances(Compiler *c, const List *instances, const EmitOptions *opt, EmitFill fill, void *user);
 /* reduce() with a tuple state (reducers head..head+width-1): every value
  * combined at once, dst_j = COMBj(p, a..., b...) with all of a and b read
  * first (dst may be a).  `dst`, `a`, `b` are printf formats of a value's
