@@ -915,7 +915,7 @@ static void phase_reducers(const EmitOperands *g, TDict *P, Phase *f, int *lane_
     f->nd = need_of(g, f->roots, f->nroots);
 }
 
-/* The row order (templates/c/reduction.tmpl, acc): the leaf prologue, the
+/* The row order (templates/c/reduction_row.tmpl, acc): the leaf prologue, the
  * segment pointers of the operands, the element code. */
 static void phase_row(const EmitOperands *g, TDict *P, Phase *f)
 {
@@ -986,7 +986,7 @@ static void phase_row(const EmitOperands *g, TDict *P, Phase *f)
     tset(P, "strided_body", emit_str(g->c, &sbody));
 }
 
-/* The column order (templates/c/reduction.tmpl, cleaf and its callers). */
+/* The column order (templates/c/reduction_col.tmpl, cleaf and its callers). */
 static void phase_col(const EmitOperands *g, TDict *P, Phase *f, uint8_t *col_rows)
 {
     const IrKernel *k = g->k;
@@ -1112,7 +1112,38 @@ typedef struct Epi {
     EmitElem e; /* the tensor outputs' element function */
 } Epi;
 
-/* The row order epilogue (templates/c/reduction.tmpl, epi and epirow). */
+/* The parameters of the epilogues' row functions (epirow, cepirow) and
+ * the arguments of their calls: idx's base and step, the values of the
+ * outer levels (the column order's row-level ones from cx, through
+ * pointers tN_ that `loads` reads per position), the operands. */
+static void epi_params(const EmitOperands *g, const Epi *E, bool col, Buf *params, Buf *args, Buf *loads)
+{
+    const IrKernel *k = g->k;
+    if (E->tnd.idx) {
+        buf_puts(params, col ? ", int64_t ib, int64_t ics" : ", int64_t ib, int64_t is");
+        buf_puts(args, col ? ", ib, ics" : ", ib, is");
+    }
+    for (int i = 0; i < k->nnodes; i++) {
+        const char *T = ctype((Type)k->nodes[i].type);
+        if (E->bu[i] || (E->br[i] && !col)) {
+            buf_printf(params, ", %s t%d", T, i);
+            buf_printf(args, ", t%d", i);
+        } else if (E->br[i]) {
+            buf_printf(params, ", const %s *NNK_RESTRICT t%d_", T, i);
+            buf_printf(args, ", cx->t%d", i);
+            buf_printf(loads, "const %s t%d = t%d_[c];\n", T, i, i);
+        }
+    }
+    for (int op = 0; op < g->nops; op++) {
+        bool tout = g->output[op] && !g->reduced[op];
+        if (!E->tnd.loads[op] && !tout)
+            continue;
+        buf_printf(params, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
+        buf_printf(args, ", c%d", op);
+    }
+}
+
+/* The row order epilogue (templates/c/reduction_row.tmpl, epi and epirow). */
 static void epilogue_row(const EmitOperands *g, TDict *d, const Epi *E)
 {
     const IrKernel *k = g->k;
@@ -1133,24 +1164,10 @@ static void epilogue_row(const EmitOperands *g, TDict *d, const Epi *E)
         buf_free(&v);
     }
     /* the contiguous row functions: values of the outer levels as parameters */
-    if (E->tnd.idx) {
-        buf_puts(&eparams, ", int64_t ib, int64_t is");
-        buf_puts(&eargs, ", ib, is");
-    }
-    for (int i = 0; i < k->nnodes; i++) {
-        if (E->bu[i] || E->br[i]) {
-            buf_printf(&eparams, ", %s t%d", ctype((Type)k->nodes[i].type), i);
-            buf_printf(&eargs, ", t%d", i);
-        }
-    }
-    for (int op = 0; op < g->nops; op++) {
-        bool tout = g->output[op] && !g->reduced[op];
-        if (!E->tnd.loads[op] && !tout)
-            continue;
-        buf_printf(&eparams, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
-        buf_printf(&eargs, ", c%d", op);
-        seg_item(g, tpush(d, "epi_ops"), op);
-    }
+    epi_params(g, E, false, &eparams, &eargs, NULL);
+    for (int op = 0; op < g->nops; op++)
+        if (E->tnd.loads[op] || (g->output[op] && !g->reduced[op]))
+            seg_item(g, tpush(d, "epi_ops"), op);
     tlist(d, "epi_ops");
     tbool(d, "epi_idx", E->tnd.idx);
     elem_code_c(g, &E->e, M_ROW_CONTIG, E->cache, &cbody);
@@ -1229,28 +1246,7 @@ static void epilogue_col(const EmitOperands *g, TDict *d, const Epi *E, uint8_t 
         buf_puts(&cstores, ";\n");
         buf_free(&v);
     }
-    if (E->tnd.idx) {
-        buf_puts(&ceparams, ", int64_t ib, int64_t ics");
-        buf_puts(&ceargs, ", ib, ics");
-    }
-    for (int i = 0; i < k->nnodes; i++) {
-        const char *T = ctype((Type)k->nodes[i].type);
-        if (E->bu[i]) {
-            buf_printf(&ceparams, ", %s t%d", T, i);
-            buf_printf(&ceargs, ", t%d", i);
-        } else if (E->br[i]) {
-            buf_printf(&ceparams, ", const %s *NNK_RESTRICT t%d_", T, i);
-            buf_printf(&ceargs, ", cx->t%d", i);
-            buf_printf(&cebody, "const %s t%d = t%d_[c];\n", T, i, i);
-        }
-    }
-    for (int op = 0; op < g->nops; op++) {
-        bool tout = g->output[op] && !g->reduced[op];
-        if (!E->tnd.loads[op] && !tout)
-            continue;
-        buf_printf(&ceparams, ", %s%s *NNK_RESTRICT c%d", tout ? "" : "const ", stype(g->storage[op]), op);
-        buf_printf(&ceargs, ", c%d", op);
-    }
+    epi_params(g, E, true, &ceparams, &ceargs, &cebody);
     elem_code_c(g, &E->e, M_COL, E->cache, &cebody);
     tensor_stores(g, M_COL, &cebody);
     if (E->has_tensor)
