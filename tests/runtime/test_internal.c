@@ -395,12 +395,12 @@ static void test_pool_stalled_worker(void)
 
 static atomic_int claimed_stalls;
 
-/* A worker stops 30 ms after each claim, as one descheduled in the middle
+/* A worker stops 50 ms after each claim, as one descheduled in the middle
  * of a task would (a busy process on its core). */
 static void stall_claimed(void)
 {
     atomic_fetch_add(&claimed_stalls, 1);
-    sleep_ms(30);
+    sleep_ms(50);
 }
 
 static void spin_task(void *arg, int64_t t)
@@ -434,9 +434,13 @@ static void test_pool_late_worker(void)
     rt_pool_test_claimed = NULL;
     unsetenv("NNK_NUM_THREADS");
     CU_ASSERT_EQUAL(atomic_load(&done), 40 * 20);
-    CU_ASSERT(stalls <= 8); /* 1, 5, 14, 31: 4 when every probe meets it */
+    /* jobs 1, 5, 14, 31: 4 when every probe meets it and the caller's own
+     * tasks are not slowed (a loaded machine stretches them, and a wait
+     * under 4 of them is not late); 39 of 40 with a pool that never runs
+     * alone */
+    CU_ASSERT(stalls <= 20);
     CU_ASSERT(late >= 1 && late <= stalls);
-    if (stalls > 8)
+    if (stalls > 20)
         fprintf(stderr, "pool_late_worker: the stalled worker held %d of 40 jobs\n", stalls);
 }
 
