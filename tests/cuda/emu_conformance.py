@@ -140,7 +140,7 @@ def build_emu(src, extra_nnkc, cfile):
         t0 = time.time()
         cuo, co = "%s.%d.cu.o" % (so, os.getpid()), "%s.%d.c.o" % (so, os.getpid())
         C.run([CXX] + CXXFLAGS + ["-x", "c++", "-c", cu, "-o", cuo])
-        C.run([C.CC, "-std=c11", "-O0", "-fPIC", "-w", "-c", cfile, "-o", co])  # descriptors only
+        C.run([C.CC, "-std=c11", "-O0", "-DNNK_NO_CLONES", "-fPIC", "-w", "-c", cfile, "-o", co])  # descriptors only
         tmp = "%s.tmp%d" % (so, os.getpid())
         C.run([CXX, "-shared", "-o", tmp, cuo, co] + runtime_objects() + ["-pthread", "-lm", "-ldl"])
         os.replace(tmp, so)

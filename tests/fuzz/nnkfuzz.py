@@ -731,32 +731,61 @@ def minimize_failure(prog, seed, kind, opt, emu, budget, extra=()):
     return small
 
 
+# the flags of the JIT on this machine (api.c: -march=native); the rest of
+# the batches keep the portable build of nnkc -c, whose loops gcc compiles
+# twice (target_clones: baseline and AVX2) and which runs the AVX2 clone here
+NATIVE = " ".join(C.NATIVE_CFLAGS if "clang" not in os.path.basename(C.CC) else C.NATIVE_CFLAGS[:1])
+
+
+def batch_opt(bi):
+    """The C compiler's flags for batch bi: mostly -O0 (the compile is most
+    of a batch's time), every 4th batch at the JIT's -O2, where the C
+    compiler exploits undefined behaviour and restrict, and every 6th under
+    UBSan (-O1); four batches in five as the JIT builds them on this machine
+    (-march=native, a third cheaper to compile than the two clones), every
+    5th (which meets every -O choice in turn) portable."""
+    opt = "-O2" if bi % 4 == 3 else "-O1 " + " ".join(UBSAN) if bi % 6 == 5 else "-O0"
+    return opt if bi % 5 == 2 else opt + " " + NATIVE
+
+
 def run_cases(files, a):
-    """The regression cases: each must now pass (C at -O0 and -O2, and the
-    CUDA emulation when the case says so)."""
+    """The regression cases: each must now pass (C at -O0, -O2 portable and
+    native, -O1 with UBSan, and the CUDA emulation when the case says so).
+    The cases of the same nnkc arguments and warning setting go in one file
+    per build (each renamed apart), as a campaign's batches do: one build
+    of nine cases costs about what one case alone does."""
+    global WARNINGS
     os.makedirs(WORK, exist_ok=True)
-    bad = 0
     t0 = time.time()
+    groups = {}
     for fn in files:
         with open(fn) as f:
             case = json.load(f)
-        prog = gen.from_json(case["tree"])
-        path = os.path.join(WORK, "case%d.nnk" % os.getpid())
-        global WARNINGS
-        WARNINGS = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
-        res = []
-        for opt in ("-O0", "-O2", "-O1 " + " ".join(UBSAN)):
-            res += check_batch([prog], [case["seed"]], path, opt, emu=bool(case.get("cuda")) and opt == "-O0",
-                               extra=case.get("nnkc_args", []))
+        warn = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
+        groups.setdefault((warn, tuple(case.get("nnkc_args", []))), []).append((fn, case))
+    failed = {}
+    for gi, ((warn, extra), cases) in enumerate(sorted(groups.items())):
+        WARNINGS = warn
+        progs, seeds = [], []
+        for ci, (fn, case) in enumerate(cases):
+            d = case["tree"]
+            progs.append(gen.from_json(_rename(d, d["prefix"], "r%d_" % ci)))
+            seeds.append(case["seed"])
+        cuda = any(case.get("cuda") for _, case in cases)
+        path = os.path.join(WORK, "case%d-%d.nnk" % (os.getpid(), gi))
+        for opt in ("-O0", "-O2", "-O2 " + NATIVE, "-O1 " + " ".join(UBSAN) + " " + NATIVE):
+            for i, k, m in check_batch(progs, seeds, path, opt, emu=cuda and opt == "-O0", extra=list(extra)):
+                names = [os.path.basename(cases[i][0])] if i is not None else [os.path.basename(c[0]) for c in cases]
+                for name in names:
+                    failed.setdefault(name, []).append("%s: %s: %s" % (opt, k, m.replace("\n", "\n  ")))
+    for fn in files:
         name = os.path.basename(fn)
-        if res:
-            bad += 1
-            for _, k, m in res:
-                print("FAIL: %s: %s: %s" % (name, k, m.replace("\n", "\n  ")), flush=True)
-        else:
+        for m in failed.get(name, []):
+            print("FAIL: %s: %s" % (name, m), flush=True)
+        if name not in failed:
             print("PASS: %s" % name, flush=True)
-    print("# nnkfuzz: %d regression cases, %d failed, %.1fs" % (len(files), bad, time.time() - t0), flush=True)
-    return 1 if bad else 0
+    print("# nnkfuzz: %d regression cases, %d failed, %.1fs" % (len(files), len(failed), time.time() - t0), flush=True)
+    return 1 if failed else 0
 
 
 def campaign(a):
@@ -780,11 +809,7 @@ def campaign(a):
         b = Batch(a.seed, bi, n, avoid, a.size)
         path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
         emu = a.cuda_every > 0 and bi % a.cuda_every == a.cuda_every - 1
-        # mostly -O0 (the compile is most of a batch's time); every 4th
-        # batch at the JIT's -O2, where the C compiler exploits undefined
-        # behaviour and restrict
-        # and every 6th under UBSan (-O1)
-        opt = a.opt if a.opt else ("-O2" if bi % 4 == 3 else "-O1 " + " ".join(UBSAN) if bi % 6 == 5 else "-O0")
+        opt = a.opt if a.opt else batch_opt(bi)
         for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu, b.extra):
             nfail += 1
             seed = b.seeds[i] if i is not None else None
