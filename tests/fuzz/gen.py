@@ -18,28 +18,45 @@ a known bug in them is open, so that a campaign can look for others:
                 avoided by default)
   inplace       (nnkfuzz.py) calls with an output in an input's memory
                 (issue 11 part 5)
+The constructs added to the language after the generator was written
+(EXT: each can be avoided by name too) are chosen from a random stream of
+their own, decided once per program, so that a seed's program without
+them is the program it always was:
+  tuple         let (a, b, ...) = reduce((...), (...), |(..), (..)| (...))
+  raw           raw x: T[] read by x[i], x[i, j], with shape(x, d) and
+                index(d), in range (clamped) and out of range (NNK_ERANGE)
+  inout         inout y: T[] (elementwise), read before and after it is
+                assigned
+  nextafter     nextafter(x, y) and signbit(x)
 """
+import contextlib
 import random
 
-from model import (BINOPS, BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
+from model import (BINOPS, BUILTINS, EXT_BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
                    SIGNED, UNSIGNED, Invalid, binop_types, builtin_types, concrete, is_float, is_int, is_weak,
                    promote, reducer_type, unop_type)
 
 LEVEL = {"c": 0, "u": 1, "r": 2, "e": 3}
-AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace")
+AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace", "tuple", "raw", "inout", "nextafter")
+EXT = ("tuple", "raw", "inout", "nextafter")
+# per program: the chance of each construct of EXT
+EXT_CHANCE = {"tuple": 0.4, "raw": 0.2, "inout": 0.2, "nextafter": 0.2}
 # the default: what is still open (weak-select was fixed by cb2bc58,
 # half-round by 4160367, bool-minmax by a3ee6cc, inplace by 97c1404)
 AVOID_DEFAULT = ()
 
 
 class Param:
-    def __init__(self, name, ty, tensor, default=None):
+    def __init__(self, name, ty, tensor, default=None, mode=None, rank=0):
         self.name, self.ty, self.tensor, self.default = name, ty, tensor, default
+        self.mode = mode            # None, "raw" (rank: its number of dimensions) or "inout"
+        self.rank = rank
 
 
 class Out:
-    def __init__(self, name, ty, reduced):
+    def __init__(self, name, ty, reduced, inout=False):
         self.name, self.ty, self.reduced = name, ty, reduced
+        self.inout = inout          # an inout parameter's output (after the declared ones)
 
 
 class Stmt:
@@ -108,14 +125,16 @@ class Program:
         gens = "<%s>" % ", ".join("%s: %s" % g for g in k.generics) if k.generics else ""
         ps = []
         for p in k.params:
-            s = "%s: %s%s" % (p.name, p.ty, "[]" if p.tensor else "")
+            s = "%s%s: %s%s" % (p.mode + " " if p.mode else "", p.name, p.ty, "[]" if p.tensor else "")
             if p.default is not None:
                 s += " = " + expr_text(p.default)
             ps.append(s)
-        os_ = ", ".join("%s: %s%s" % (o.name, o.ty, "" if o.reduced else "[]") for o in k.outs)
+        os_ = ", ".join("%s: %s%s" % (o.name, o.ty, "" if o.reduced else "[]") for o in k.outs if not o.inout)
         body = []
         for st in k.body:
-            if st.kind == "let":
+            if st.kind == "tlet":
+                body.append("    let (%s) = %s;" % (", ".join(st.name), expr_text(st.expr)))
+            elif st.kind == "let":
                 body.append("    let %s%s = %s;" % (st.name, ": " + st.ty if st.ty else "", expr_text(st.expr)))
             else:
                 body.append("    %s = %s;" % (st.name, expr_text(st.expr)))
@@ -192,6 +211,28 @@ def expr_text(e, parent=0, right=False):
     if k == "reduce":
         c = "max(a, b)" if e[3] == "max" else "min(a, b)" if e[3] == "min" else "a %s b" % e[3]
         return "reduce(%s, %s, |a, b| %s)" % (expr_text(e[1]), expr_text(e[2]), c)
+    if k == "treduce":
+        nv = len(e[1])
+        cs = [None] * nv
+        for j, sp in enumerate(e[3]):
+            a, b = "a%d" % j, "b%d" % j
+            if sp[0] == "op":
+                cs[j] = "%s(%s, %s)" % (sp[1], a, b) if sp[1] in ("max", "min") else "%s %s %s" % (a, sp[1], b)
+            elif sp[0] == "sel":
+                # (value, index) pairs: the larger (smaller) value, ties to the smaller index
+                _, cmp, q = sp
+                take = "b{v} {c} a{v} || (b{v} == a{v} && b{i} < a{i})".format(v=j, i=q, c=cmp)
+                cs[j] = "%s ? b%d : a%d" % (take, j, j)
+                cs[q] = "%s ? b%d : a%d" % (take, q, q)
+        return "reduce((%s), (%s), |(%s), (%s)| (%s))" % (
+            ", ".join(expr_text(x) for x in e[1]), ", ".join(expr_text(x) for x in e[2]),
+            ", ".join("a%d" % j for j in range(nv)), ", ".join("b%d" % j for j in range(nv)), ", ".join(cs))
+    if k == "raw":
+        return "%s[%s]" % (e[1], ", ".join(expr_text(x) for x in e[2]))
+    if k == "shape":
+        return "shape(%s, %d)" % (e[1], e[2])
+    if k == "index":
+        return "index(%d)" % e[1]
     raise AssertionError(k)
 
 
@@ -220,8 +261,12 @@ def lmax(*ls):
 
 
 class Gen:
-    def __init__(self, rng, prefix, avoid=(), size=1.0, tlist=()):
+    def __init__(self, rng, prefix, avoid=(), size=1.0, tlist=(), xrng=None):
         self.r = rng
+        # the stream of the EXT constructs (see the top of the file)
+        self.xr = xrng or random.Random(0)
+        self.ext_on = set()
+        self.raws, self.inouts = [], []
         self.tlist = list(tlist)
         self.avoid = set(avoid)
         self.size = size
@@ -231,6 +276,16 @@ class Gen:
         self.nconst = 0
 
     # -- helpers
+    @contextlib.contextmanager
+    def ext(self):
+        """Draws from the EXT stream while an EXT construct is made."""
+        saved = self.r
+        self.r = self.xr
+        try:
+            yield
+        finally:
+            self.r = saved
+
     def chance(self, x):
         return self.r.random() < x
 
@@ -280,6 +335,10 @@ class Gen:
         return t
 
     def leaf(self, maxlv, scope):
+        if scope is None and LEVEL[maxlv] >= LEVEL["e"] and (self.raws or self.inouts) and \
+                self.xr.random() < 0.25:
+            with self.ext():
+                return self.ext_leaf()
         opts = [("lit", 3)]
         if self.p.consts:
             opts.append(("const", 1))
@@ -326,6 +385,41 @@ class Gen:
             return Typed(("idx",), ("i64",) * self.nb, "e")
         name, ts, lv, kind = self.pick(lets)
         return Typed(("name", kind, name), ts, lv)
+
+    def ext_leaf(self):
+        """A read of a raw or inout parameter, shape(x, d) or index(d)."""
+        i64 = ("i64",) * self.nb
+        if self.inouts and (not self.raws or self.chance(0.5)):
+            p = self.pick(self.inouts)
+            return Typed(("name", "param", p.name), self.binding_types(p.ty), "e")
+        p = self.pick(self.raws)
+        x = self.r.random()
+        if x < 0.12:
+            return Typed(("shape", p.name, self.r.randrange(p.rank)), i64, "e")
+        if x < 0.22:
+            # index(d) beyond the iteration space's rank is NNK_ERANGE
+            return Typed(("index", 0 if self.chance(0.6) else self.r.randrange(1, 4)), i64, "e")
+        multi = p.rank > 1 and self.chance(0.5)
+        n = p.rank if multi else 1
+        if self.chance(0.03):
+            n = n + 1 if n == 1 or self.chance(0.5) else n - 1      # the wrong number of indices
+        idxs = []
+        for d in range(n):
+            e = self.expr(self.r.randrange(0, 3), "e", None, in_red=True)
+            if not all(is_int(t) for t in e.ts):
+                e = self.cast(e, "i64")
+            if self.chance(0.9):
+                # clamped into range, as docs/language.md's gather
+                if multi:
+                    bound = ("shape", p.name, d)
+                else:
+                    bound = ("shape", p.name, 0)
+                    for k in range(1, p.rank):
+                        bound = ("bin", "*", bound, ("shape", p.name, k))
+                e = Typed(("call", "clamp", [("cast", "i64", e.e), ("lit", 0, 0), ("bin", "-", bound, ("lit", 1, 0))]),
+                          i64, "e")
+            idxs.append(e.e)
+        return Typed(("raw", p.name, tuple(idxs)), self.binding_types(p.ty), "e")
 
     # -- expressions
     def expr(self, depth, maxlv="e", scope=None, in_red=False):
@@ -400,6 +494,9 @@ class Gen:
         return Typed(("sel", form, c.e, a.e, b.e), ts, lmax(c.lv, a.lv, b.lv))
 
     def call(self, depth, maxlv, scope, in_red):
+        if "nextafter" in self.ext_on and self.xr.random() < 0.25:
+            with self.ext():
+                return self.call_ext(depth, maxlv, scope, in_red)
         name = self.pick(list(BUILTINS))
         if name == "where":
             return self.select(depth, maxlv, scope, in_red)
@@ -415,27 +512,41 @@ class Gen:
             raise Invalid("call repair")
         return Typed(("call", name, [a.e for a in args]), tuple(r for _, r in ts), lmax(*[a.lv for a in args]))
 
+    def call_ext(self, depth, maxlv, scope, in_red):
+        name = self.pick(list(EXT_BUILTINS))
+        nargs = EXT_BUILTINS[name][0]
+        args = [self.sub(depth, maxlv, scope, in_red) for _ in range(nargs)]
+        if name == "signbit":
+            args = [self.cast(a, self.pick(INTS + FLOATS)) if "bool" in a.ts else a for a in args]
+        ts = tuple(builtin_types(name, list(x)) for x in zip(*[a.ts for a in args]))
+        return Typed(("call", name, [a.e for a in args]), tuple(r for _, r in ts), lmax(*[a.lv for a in args]))
+
+    def custom(self, arg, scope):
+        """reduce(arg, identity, op): (arg, identity, op, result types)."""
+        ident = self.expr(1, "u", scope, in_red=True)
+        rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+        ops = ["+", "max", "min", "*"]
+        if all(is_int(t) for t in rts):
+            ops += ["|", "&", "^", "+", "*"]
+        if any(t == "bool" for t in rts):
+            ops = ["|", "&", "^"] if all(t == "bool" for t in rts) else ["max"]
+            if ops == ["max"]:
+                arg = self.cast(arg, "i32")
+                rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+        op = self.pick(ops)
+        if op in ("+", "^"):
+            # the identity must be one: the back ends start every lane
+            # and every block from it (max, min, |, & absorb any value)
+            ident = Typed(("lit", 0, 0), ("wint",) * self.nb, "c")
+        elif op == "*":
+            ident = Typed(("lit", 1, 0), ("wint",) * self.nb, "c")
+        rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+        return arg, ident, op, rts
+
     def reducer(self, depth, scope):
         arg = self.expr(depth - 1, "e", scope, in_red=False)
         if self.chance(0.15):
-            ident = self.expr(1, "u", scope, in_red=True)
-            rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
-            ops = ["+", "max", "min", "*"]
-            if all(is_int(t) for t in rts):
-                ops += ["|", "&", "^", "+", "*"]
-            if any(t == "bool" for t in rts):
-                ops = ["|", "&", "^"] if all(t == "bool" for t in rts) else ["max"]
-                if ops == ["max"]:
-                    arg = self.cast(arg, "i32")
-                    rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
-            op = self.pick(ops)
-            if op in ("+", "^"):
-                # the identity must be one: the back ends start every lane
-                # and every block from it (max, min, |, & absorb any value)
-                ident = Typed(("lit", 0, 0), ("wint",) * self.nb, "c")
-            elif op == "*":
-                ident = Typed(("lit", 1, 0), ("wint",) * self.nb, "c")
-            rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+            arg, ident, op, rts = self.custom(arg, scope)
             return Typed(("reduce", arg.e, ident.e, op), rts, "r")
         name = self.pick(REDUCERS)
         if name in ("max", "min", "argmax", "argmin") and "bool-minmax" in self.avoid and "bool" in arg.ts:
@@ -490,6 +601,64 @@ class Gen:
         self.p.funcs[name] = Func(name, params, res, body.e, generics)
         lv = lmax(*[a.lv for a in args] + [body.lv if body.lv == "r" else "c"])
         return Typed(("fcall", name, [a.e for a in args]), ts, lv)
+
+    def tuple_reduce(self, depth):
+        """let (v...) = reduce((e...), (i...), |(a...), (b...)| (c...)): values
+        combined one by one as reduce()'s ops, or a (value, index) pair of
+        integers (the larger or smaller value, ties to the smaller index: a
+        total order, so the result does not depend on the order either)."""
+        nv = self.r.randrange(2, 5)
+        specs, es, ids, rts = [None] * nv, [None] * nv, [None] * nv, [None] * nv
+        if self.chance(0.5):
+            v, q = self.r.sample(range(nv), 2)
+            specs[v], specs[q] = ("sel", self.pick([">", "<"]), q), ("pair", v)
+            for j in (v, q):
+                it = self.int_type()
+                a = self.expr(depth - 1, "e", None, in_red=False)
+                a = a if all(t == it for t in a.ts) else self.cast(a, it)
+                ident = self.cast(self.expr(1, "u", None, in_red=True), it)
+                es[j], ids[j], rts[j] = a.e, ident.e, a.ts
+        for j in range(nv):
+            if specs[j] is None:
+                arg = self.expr(depth - 1, "e", None, in_red=False)
+                arg, ident, op, ts = self.custom(arg, None)
+                specs[j], es[j], ids[j], rts[j] = ("op", op), arg.e, ident.e, ts
+        return ("treduce", tuple(es), tuple(ids), tuple(specs)), rts
+
+    def ext_params(self, k):
+        """The raw and inout parameters of a program that has them (after
+        the others were made: the main stream is not disturbed)."""
+        with self.ext():
+            if "raw" in self.ext_on:
+                for i in range(self.r.randrange(1, 3)):
+                    p = Param("r%d" % i, self.scalar_type(), True, mode="raw", rank=self.r.randrange(1, 4))
+                    k.params.insert(self.r.randrange(len(k.params) + 1), p)
+                    self.raws.append(p)
+            if "inout" in self.ext_on and k.kind == "elementwise":
+                for i in range(self.r.randrange(1, 3)):
+                    p = Param("w%d" % i, self.scalar_type(), True, mode="inout")
+                    k.params.insert(self.r.randrange(len(k.params) + 1), p)
+                    self.inouts.append(p)
+            self.inouts.sort(key=lambda p: k.params.index(p))
+
+    def ext_assign(self, k, depth):
+        """The assignment of each inout parameter, at a place of its own in
+        the body: reads before it give the value it came with, after it the
+        value it stores."""
+        # the outputs: the declared ones, then one per inout parameter
+        k.outs += [Out(p.name, p.ty, False, inout=True) for p in self.inouts]
+        with self.ext():
+            for p in self.inouts:
+                pos = self.r.randrange(len(k.body) + 1)
+                before = {st.name for st in k.body[:pos] if st.kind != "tlet"} | \
+                    {n for st in k.body[:pos] if st.kind == "tlet" for n in st.name}
+                saved = self.visible
+                self.visible = [v for v in saved if v[0] in before]
+                try:
+                    e = self.expr(depth, "e")
+                finally:
+                    self.visible = saved
+                k.body.insert(pos, Stmt("out", p.name, e.e))
 
     # -- a program
     def program(self, kind=None):
@@ -568,18 +737,28 @@ class Gen:
         k.params = params
         self.tensors = [q for q in params if q.tensor]
         self.scalars = [q for q in params if not q.tensor]
+        self.ext_params(k)
         # outputs and body
         no = r.randrange(1, 4)
         for i in range(no):
             red = kind == "reduction" and self.chance(0.6)
             k.outs.append(Out("z%d" % i, self.scalar_type(), red))
-        todo = list(k.outs)
+        todo = [o for o in k.outs if not o.inout]
         r.shuffle(todo)
         nlet = 0
         depth = max(1, int(round(r.randrange(2, 6) * self.size)))
         while todo:
             if self.chance(0.35) and nlet < 5:
                 maxlv = "r" if kind == "reduction" and self.chance(0.3) else "e"
+                if "tuple" in self.ext_on and kind == "reduction" and self.xr.random() < 0.6:
+                    with self.ext():
+                        te, rts = self.tuple_reduce(depth)
+                    names = tuple("v%d_%d" % (nlet, j) for j in range(len(rts)))
+                    nlet += 1
+                    k.body.append(Stmt("tlet", names, te))
+                    for n, ts in zip(names, rts):
+                        self.visible.append((n, ts, "r", "let"))
+                    continue
                 e = self.expr(depth, maxlv)
                 ty = None
                 if self.chance(0.3):
@@ -601,6 +780,7 @@ class Gen:
             ots = self.binding_types(o.ty)
             if not ("half-round" in self.avoid and any(t in ("f16", "bf16") for t in ots)):
                 self.visible.append((o.name, ots, "r" if o.reduced else "e", "out"))
+        self.ext_assign(k, depth)
         return p
 
 
@@ -608,9 +788,12 @@ def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
     """A program from seed (the same seed gives the same program); tlist:
     the types of nnkc -T for the file it goes in."""
     rng = random.Random(seed)
+    xrng = random.Random(repr(seed) + "ext")
     for attempt in range(50):
         try:
-            g = Gen(rng, prefix, avoid, size, tlist)
+            g = Gen(rng, prefix, avoid, size, tlist, xrng)
+            # the EXT constructs of this program (decided first, from their own stream)
+            g.ext_on = {x for x in EXT if xrng.random() < EXT_CHANCE[x] and x not in avoid}
             p = g.program(kind)
             # one program in six with consts or funcs has them imported
             # from a file of its own (a stream of its own: the programs of
@@ -634,8 +817,9 @@ def to_json(p):
             "consts": [[c.name, c.ty, c.expr] for c in p.consts.values()],
             "funcs": [[f.name, f.params, f.result, f.body, f.generics] for f in p.funcs.values()],
             "kernel": {"name": k.name, "kind": k.kind, "generics": k.generics,
-                       "params": [[q.name, q.ty, q.tensor, q.default] for q in k.params],
-                       "outs": [[o.name, o.ty, o.reduced] for o in k.outs],
+                       "params": [[q.name, q.ty, q.tensor, q.default] + ([q.mode, q.rank] if q.mode else [])
+                                  for q in k.params],
+                       "outs": [[o.name, o.ty, o.reduced] + ([True] if o.inout else []) for o in k.outs],
                        "body": [[s.kind, s.name, s.expr, s.ty] for s in k.body]},
             "bindings": p.bindings, "inst_lines": p.inst_lines, "imported": p.imported}
 
@@ -650,9 +834,9 @@ def from_json(d):
     kd = d["kernel"]
     k = Kernel(kd["name"], kd["kind"])
     k.generics = [tuple(g) for g in kd["generics"]]
-    k.params = [Param(n, t, tn, _tup(df) if df else None) for n, t, tn, df in kd["params"]]
-    k.outs = [Out(n, t, r) for n, t, r in kd["outs"]]
-    k.body = [Stmt(kind, n, _tup(e), t) for kind, n, e, t in kd["body"]]
+    k.params = [Param(x[0], x[1], x[2], _tup(x[3]) if x[3] else None, *x[4:]) for x in kd["params"]]
+    k.outs = [Out(*x) for x in kd["outs"]]
+    k.body = [Stmt(kind, tuple(n) if kind == "tlet" else n, _tup(e), t) for kind, n, e, t in kd["body"]]
     p.kernel = k
     p.bindings = d["bindings"]
     p.inst_lines = d["inst_lines"]
@@ -669,17 +853,19 @@ def children(e):
     """[(path step, child)] of node e."""
     if e[0] in CHILD:
         return [(i, e[i]) for i in CHILD[e[0]]]
-    if e[0] in ("call", "fcall"):
+    if e[0] in ("call", "fcall", "raw"):
         return [((2, i), a) for i, a in enumerate(e[2])]
+    if e[0] == "treduce":
+        return [((f, i), a) for f in (1, 2) for i, a in enumerate(e[f])]
     return []
 
 
 def replace_child(e, step, new):
     e = list(e)
     if isinstance(step, tuple):
-        args = list(e[2])
+        args = list(e[step[0]])
         args[step[1]] = new
-        e[2] = tuple(args)
+        e[step[0]] = tuple(args)
     else:
         e[step] = new
     return tuple(e)

@@ -42,6 +42,7 @@ UBSAN_EXIT = 99
 os.environ["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1:exitcode=%d" % UBSAN_EXIT
 UBSAN = ["-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
 WARNINGS = os.environ.get("NNKFUZZ_WARNINGS") == "1"
+CUDA_RAW = os.environ.get("NNKFUZZ_CUDA_RAW") == "1"     # once the CUDA back end has raw parameters
 
 
 class Failure(Exception):
@@ -148,13 +149,21 @@ SHAPES_EMPTY = [((3, 0), (1,)), ((0, 4), (0,)), ((2, 0, 3), (0, 1))]
 def has_arg_reducer(prog):
     """Whether an output depends on an argmax or argmin (an unused let's
     is not computed, so it cannot fail the call)."""
+    return live_any(prog, lambda e: e[0] == "red" and e[1] in ("argmax", "argmin"))
+
+
+def live_any(prog, pred):
+    """Whether a node for which pred holds is computed: reached from an
+    output, not only through a let nothing reads, a func argument its body
+    does not read, or a branch of a constant condition."""
     lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
+    lets.update({n: st.expr for st in prog.kernel.body if st.kind == "tlet" for n in st.name})
     # what const_cond may look through: lets and outputs read back
     bound = {st.name: st.expr for st in prog.kernel.body if st.kind in ("let", "out")}
     seen = set()
 
     def live(e):
-        if e[0] == "red" and e[1] in ("argmax", "argmin"):
+        if pred(e):
             return True
         if e[0] == "name" and e[1] == "let" and e[2] not in seen:
             seen.add(e[2])
@@ -181,7 +190,8 @@ def const_cond(c, bound=None):
         if n[0] == "name" and n[1] in ("let", "out") and n[2] in bound:
             if not const_cond(bound[n[2]], bound):
                 return False
-        elif n[0] in ("name", "idx", "n", "red", "reduce") and not (n[0] == "name" and n[1] == "const"):
+        elif n[0] in ("name", "idx", "n", "red", "reduce", "treduce", "raw", "shape", "index") and \
+                not (n[0] == "name" and n[1] == "const"):
             return False
     return True
 
@@ -214,7 +224,17 @@ def make_call(prog, b, rng):
     first = True
     for p in k.params:
         t = b.get(p.ty, p.ty)
-        if p.tensor:
+        if p.mode == "raw":
+            # a shape of its own, not broadcast
+            a, v = make_array(t, tuple(int(rng.integers(1, 6)) for _ in range(p.rank)), rng)
+            args.append(a if t == "bf16" else odd_layout(a, rng))
+            oin[p.name] = v
+        elif p.mode == "inout":
+            # an output too: the iteration shape
+            a, v = make_array(t, shape, rng)
+            args.append(a)
+            oin[p.name] = v
+        elif p.tensor:
             a, v = make_array(t, shape if first else sub_shape(shape, rng), rng)
             first = False
             if t == "bf16":
@@ -330,6 +350,41 @@ def compare(prog, name, outs, ref, perts, what, shape, raxes):
 
 # ---- one program ------------------------------------------------------------------------------
 
+def fresh(prog, args):
+    """The arguments of one call: an inout parameter's array is written by
+    the call, so each call gets a copy of what it came with."""
+    out = list(args)
+    for i, p in enumerate(prog.kernel.params):
+        if p.mode == "inout":
+            out[i] = np.array(args[i], copy=True)
+            if getattr(args[i], "_is_bf16", False):
+                out[i] = out[i].view(C.BF16Array)
+    return out
+
+
+ERANGE = 6      # NNK_ERANGE, what NAME_strided returns for an index out of range
+
+
+def range_verdict(prog, ref, perts):
+    """(out of range, unsure) for a program with raw parameters: whether a
+    computed raw read or index(d) is out of range by the oracle, and
+    whether the perturbed runs (an index from a float near an integer's
+    edge) disagree about it."""
+    if ref is None or not any(p.mode == "raw" for p in prog.kernel.params):
+        return False, False
+    keys = ref["oob"]
+    oob = bool(keys) and live_any(prog, lambda e: repr(e) in keys)
+    unsure = any(q["oob"] != keys for q in perts)
+    return oob, unsure
+
+
+def call(kern, name, *args, **kw):
+    try:
+        return kern(*args, **kw)
+    except C.Error as e:
+        raise Failure("miscompile", "%s: %s" % (name, e))
+
+
 def check_program(mod, prog, seed, emu=False):
     rng = np.random.default_rng(seed)
     for b in prog.bindings:
@@ -356,10 +411,17 @@ def check_program(mod, prog, seed, emu=False):
                 if rc != -1:
                     raise Failure("miscompile", "%s: argmax/argmin of an empty slice returned %d, not -1" % (name, rc))
                 continue
-            outs = kern(*cargs, **kw)
+            oob, unsure = range_verdict(prog, ref, perts)
+            if oob or unsure:
+                rc = kern(*fresh(prog, cargs), raw=True, **kw)
+                if oob and not unsure and rc != ERANGE:
+                    raise Failure("miscompile", "%s (shape %s): an index out of range, but the call returned %d, "
+                                  "not NNK_ERANGE (%d): %s" % (name, shape, rc, ERANGE, " ".join(sorted(ref["oob"]))))
+                continue
+            outs = call(kern, name, *fresh(prog, cargs), **kw)
             outs = list(outs) if isinstance(outs, tuple) else [outs]
             compare(prog, name, outs, ref, perts, "(shape %s axes %s)" % (shape, raxes), shape, raxes)
-            again = kern(*cargs, **kw)
+            again = call(kern, name, *fresh(prog, cargs), **kw)
             again = list(again) if isinstance(again, tuple) else [again]
             for x, y in zip(outs, again):
                 if np.asarray(x).tobytes() != np.asarray(y).tobytes():
@@ -380,10 +442,10 @@ def in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng):
     its type and shape (docs/c-backend.md: an output may be exactly an
     input): the results must not change."""
     k = prog.kernel
-    tensors = [i for i, p in enumerate(k.params) if p.tensor]
+    tensors = [i for i, p in enumerate(k.params) if p.tensor and not p.mode]
     pairs = []
     for oi, o in enumerate(k.outs):
-        if o.reduced:
+        if o.reduced or o.inout:
             continue
         for pi in tensors:
             p = k.params[pi]
@@ -395,10 +457,10 @@ def in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng):
     buf = np.ascontiguousarray(args[pi]).copy()
     if getattr(args[pi], "_is_bf16", False):
         buf = buf.view(C.BF16Array)
-    cargs = list(args)
+    cargs = fresh(prog, args)
     cargs[pi] = buf
     pre = [buf if j == oi else np.empty_like(np.asarray(x)) for j, x in enumerate(outs)]
-    got = kern(*cargs, out=pre, **kw)
+    got = call(kern, prog.instance_name(b), *cargs, out=pre, **kw)
     got = list(got) if isinstance(got, tuple) else [got]
     compare(prog, prog.instance_name(b), got, ref, perts, "(in place: output %s in input %s's memory)" % (
         k.outs[oi].name, k.params[pi].name), shape, raxes)
@@ -587,7 +649,7 @@ def const_variant(prog, seed):
     element's values, so that sema's constant folder computes every output;
     checked against the oracle like any program."""
     k = prog.kernel
-    if k.kind != "elementwise" or k.generics:
+    if k.kind != "elementwise" or k.generics or any(p.mode for p in k.params):
         return None
     rng = np.random.default_rng(seed)
     d = _rename(gen.to_json(prog), prog.prefix, prog.prefix[:-1] + "c_")
@@ -806,9 +868,10 @@ def campaign(a):
         if a.seconds and time.time() - t0 >= a.seconds:
             break
         n = a.batch if not a.count else min(a.batch, a.count - nprog)
-        b = Batch(a.seed, bi, n, avoid, a.size)
-        path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
         emu = a.cuda_every > 0 and bi % a.cuda_every == a.cuda_every - 1
+        # the CUDA back end refuses raw parameters and index(d) (yet)
+        b = Batch(a.seed, bi, n, avoid + (["raw"] if emu and not CUDA_RAW else []), a.size)
+        path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
         opt = a.opt if a.opt else batch_opt(bi)
         for i, kind, msg in check_batch(b.progs, b.seeds, path, opt, emu, b.extra):
             nfail += 1

@@ -18,6 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from model import promote
+from model import EXT_BUILTINS, round_half
 from model import (BITS, COMPARE, EPS, Invalid, accum_type, binop_types, builtin_types, concrete, convert,
                    compute_dtype, is_float, is_int, is_uns, is_weak, obj, reducer_type, storage_round,
                    unop_type, wrap_int, BUILTINS, CLASSES)
@@ -38,6 +39,7 @@ class Ctx:
         self.vals = {}                             # name -> (type, value)
         self.fparams = []                          # stack of dicts
         self.touched = False                       # an inexact result was made
+        self.oob = set()                           # repr of the raw reads, index(d) out of range
         self.n = 1
         for a in self.red_axes:
             self.n *= self.shape[a]
@@ -212,11 +214,53 @@ def _relu(x):
     return np.where(np.isnan(x), x, np.where(x > 0, x, np.zeros_like(x)))
 
 
+def _half_bits(v, t):
+    """f16/bf16 values (held in f32) -> their 16-bit patterns (as int64)."""
+    v = np.asarray(v, dtype=np.float32)
+    if t == "f16":
+        return v.astype(np.float16).view(np.uint16).astype(np.int64)
+    return (v.view(np.uint32) >> 16).astype(np.int64)
+
+
+def _half_value(h, t):
+    h = np.asarray(h, dtype=np.int64).astype(np.uint16)
+    if t == "f16":
+        return h.view(np.float16).astype(np.float32)
+    return (h.astype(np.uint32) << 16).view(np.float32)
+
+
+def _nextafter(x, y, t):
+    """language.md: the next value of x's type after x toward y; y when they
+    are equal; on f16/bf16 x is rounded to the type first."""
+    ct = concrete(t)
+    if ct not in ("f16", "bf16"):
+        return np.nextafter(x, y)
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32))
+    xr = round_half(x, ct)
+    h = _half_bits(xr, ct)
+    step = np.where((xr < y) == (xr > 0), h + 1, h - 1)
+    tiny = np.where(np.signbit(y), 0x8001, 0x0001)
+    r = np.where(xr == 0, _half_value(tiny, ct), _half_value(step, ct))
+    r = np.where(xr == y, y, r)
+    return np.where(np.isnan(xr) | np.isnan(y), xr + y, r)
+
+
 def builtin(cx, name, t, args):
     """name(args) with every argument already of type t; returns the value."""
-    _, rule, exact = BUILTINS[name]
+    _, rule, exact = BUILTINS[name] if name in BUILTINS else EXT_BUILTINS[name]
     fl = is_float(t) or t == "wfloat"
     with np.errstate(all="ignore"):
+        if name == "signbit":
+            if not fl:
+                return np.asarray(obj(args[0]) < 0, dtype=np.bool_)
+            # the sign of a NaN is not the language's: not compared
+            x = _fl(args[0], t)
+            r = np.asarray(np.signbit(x))
+            nan = np.isnan(x)
+            cx.touched = cx.touched or bool(np.any(nan))
+            return r if cx.mode == 0 else np.where(nan, cx.mode == 1, r)
+        if name == "nextafter":
+            return np.asarray(_nextafter(_fl(args[0], t), _fl(args[1], t), t), dtype=compute_dtype(concrete(t)))
         if rule == "pred":
             if not fl:
                 x = np.asarray(args[0])
@@ -368,7 +412,99 @@ def ev(cx, e):
         return reducer(cx, e[1], e[2])
     if k == "reduce":
         return custom_reduce(cx, e[1], e[2], e[3])
+    if k == "raw":
+        return raw_read(cx, e)
+    if k == "shape":
+        t, v = cx.vals[e[1]]
+        if e[2] >= np.ndim(v):
+            cx.oob.add(repr(e))
+            return "i64", obj(0)
+        return "i64", obj(np.shape(v)[e[2]])
+    if k == "index":
+        if e[1] >= len(cx.shape):
+            if int(np.prod(cx.shape)):
+                cx.oob.add(repr(e))
+            return "i64", obj(np.zeros(cx.shape, dtype=np.int64))
+        return "i64", obj(np.indices(cx.shape, dtype=np.int64)[e[1]])
     raise AssertionError(k)
+
+
+def raw_read(cx, e):
+    """x[i] (flat, row-major over x's own shape) or x[i, j, ...]: an index
+    out of range (or the wrong number of them) reads 0 and makes the call
+    fail with NNK_ERANGE (language.md, Raw parameters)."""
+    t, v = cx.vals[e[1]]
+    v = np.asarray(v)
+    idx = []
+    for a in e[2]:
+        ta, va = ev(cx, a)
+        idx.append(np.broadcast_to(obj(convert(va, ta, "i64")), cx.shape))
+    if len(idx) == 1:
+        flat, bound = idx[0], v.size
+        ok = np.vectorize(lambda i: 0 <= i < bound, otypes=[bool])(flat) if flat.size else np.ones(flat.shape, bool)
+    elif len(idx) == v.ndim:
+        ok = np.ones(cx.shape, dtype=bool)
+        for d, i in enumerate(idx):
+            if i.size:
+                ok &= np.vectorize(lambda x, b=v.shape[d]: 0 <= x < b, otypes=[bool])(i)
+        flat = obj(np.zeros(cx.shape, dtype=np.int64))
+        for d, i in enumerate(idx):
+            flat = flat * v.shape[d] + obj(np.where(ok, i, 0))
+    else:
+        ok = np.zeros(cx.shape, dtype=bool)
+        flat = obj(np.zeros(cx.shape, dtype=np.int64))
+    if not np.all(ok):
+        cx.oob.add(repr(e))
+    pos = np.where(ok, flat, 0).astype(np.int64)
+    src = v.reshape(-1)
+    if src.size == 0:
+        src = np.zeros(1, dtype=v.dtype)
+    r = src[pos]
+    zero = np.zeros((), dtype=src.dtype) if src.dtype != object else 0
+    return t, (obj(np.where(ok, r, zero)) if is_int(t) else np.where(ok, r, zero))
+
+
+def tuple_reduce(cx, e):
+    """A tuple state's values: each value of an ("op", OP) entry as the
+    one-value reduce(ej, ij, OP); a ("sel", CMP, q) entry and its ("pair",
+    v) index q together: the element of the largest (CMP '>') or smallest
+    value, ties to the smaller index, the identities included (a total
+    order, so the order of combining does not matter)."""
+    _, es, ids, specs = e
+    out = [None] * len(es)
+    for j, sp in enumerate(specs):
+        if sp[0] == "op":
+            out[j] = custom_reduce(cx, es[j], ids[j], sp[1])
+        elif sp[0] == "sel":
+            out[j], out[sp[2]] = _select_pair(cx, es[j], ids[j], es[sp[2]], ids[sp[2]], sp[1])
+    return out
+
+
+def _select_pair(cx, ev_, iv_, ei_, ii_, cmp):
+    tv, vv = ev(cx, ev_)
+    tvi, vvi = ev(cx, iv_)
+    ti, vi = ev(cx, ei_)
+    tii, vii = ev(cx, ii_)
+    rv, ri = concrete(promote(tv, tvi)), concrete(promote(ti, tii))
+    i0 = np.asarray(obj(convert(vvi, tvi, rv))).reshape(-1)[0]
+    i1 = np.asarray(obj(convert(vii, tii, ri))).reshape(-1)[0]
+    ax = cx.red_axes
+    ks = tuple(1 if i in ax else d for i, d in enumerate(cx.shape))
+    if cx.n == 0:
+        return (rv, obj(np.full(ks, i0, dtype=object))), (ri, obj(np.full(ks, i1, dtype=object)))
+    rows = []
+    for a in (_full(cx, obj(convert(vv, tv, rv))), _full(cx, obj(convert(vi, ti, ri)))):
+        m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
+        rows.append(m.reshape(m.shape[:a.ndim - len(ax)] + (-1,)))
+    bv = np.empty(rows[0].shape[:-1], dtype=object)
+    bi = np.empty(rows[0].shape[:-1], dtype=object)
+    for ix in np.ndindex(*bv.shape):
+        v, i = i0, i1
+        for x, y in zip(rows[0][ix], rows[1][ix]):
+            if (x > v if cmp == ">" else x < v) or (x == v and y < i):
+                v, i = x, y
+        bv[ix], bi[ix] = v, i
+    return (rv, obj(np.expand_dims(bv, ax))), (ri, obj(np.expand_dims(bi, ax)))
 
 
 def const_value(cx, name):
@@ -519,7 +655,10 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     kern = prog.kernel
     outs = {}
     for st in kern.body:
-        if st.kind == "let":
+        if st.kind == "tlet":
+            for n, tv in zip(st.name, tuple_reduce(cx, st.expr)):
+                cx.vals[n] = tv
+        elif st.kind == "let":
             t, v = ev(cx, st.expr)
             if st.ty is not None:
                 lt = cx.ty(st.ty)
@@ -535,4 +674,5 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
             cx.vals[st.name] = (ot, v)
             outs[st.name] = (ot, v)
     outs[None] = cx.touched
+    outs["oob"] = cx.oob
     return outs
