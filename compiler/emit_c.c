@@ -1113,12 +1113,18 @@ typedef struct Epi {
 } Epi;
 
 /* The parameters of the epilogues' row functions (epirow, cepirow) and
- * the arguments of their calls: idx's base and step, the values of the
+ * the arguments of their calls: the plan (raw reads, index(d)), idx's base and step, the values of the
  * outer levels (the column order's row-level ones from cx, through
  * pointers tN_ that `loads` reads per position), the operands. */
 static void epi_params(const EmitOperands *g, const Epi *E, bool col, Buf *params, Buf *args, Buf *loads)
 {
     const IrKernel *k = g->k;
+    if (E->tnd.plan) { /* raw parameters and index(d) read the plan itself */
+        buf_puts(params, ", const nnk_plan *p");
+        buf_puts(args, ", p");
+        /* (a uniform raw read comes in computed: then p is not used) */
+        buf_puts(loads, "(void)p;\n");
+    }
     if (E->tnd.idx) {
         buf_puts(params, col ? ", int64_t ib, int64_t ics" : ", int64_t ib, int64_t is");
         buf_puts(args, col ? ", ib, ics" : ", ib, is");
@@ -1164,7 +1170,7 @@ static void epilogue_row(const EmitOperands *g, TDict *d, const Epi *E)
         buf_free(&v);
     }
     /* the contiguous row functions: values of the outer levels as parameters */
-    epi_params(g, E, false, &eparams, &eargs, NULL);
+    epi_params(g, E, false, &eparams, &eargs, &cbody);
     for (int op = 0; op < g->nops; op++)
         if (E->tnd.loads[op] || (g->output[op] && !g->reduced[op]))
             seg_item(g, tpush(d, "epi_ops"), op);
