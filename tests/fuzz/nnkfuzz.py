@@ -152,10 +152,11 @@ def has_arg_reducer(prog):
     return live_any(prog, lambda e: e[0] == "red" and e[1] in ("argmax", "argmin"))
 
 
-def live_any(prog, pred):
+def live_any(prog, pred, cut=lambda e: False):
     """Whether a node for which pred holds is computed: reached from an
     output, not only through a let nothing reads, a func argument its body
-    does not read, or a branch of a constant condition."""
+    does not read, a branch of a constant condition, or a node for which
+    cut holds."""
     lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
     lets.update({n: st.expr for st in prog.kernel.body if st.kind == "tlet" for n in st.name})
     # what const_cond may look through: lets and outputs read back
@@ -165,6 +166,8 @@ def live_any(prog, pred):
     def live(e):
         if pred(e):
             return True
+        if cut(e):
+            return False
         if e[0] == "name" and e[1] == "let" and e[2] not in seen:
             seen.add(e[2])
             return live(lets[e[2]])
@@ -362,6 +365,7 @@ def fresh(prog, args):
     return out
 
 
+PRED_FNS = ("isnan", "isinf", "isfinite")
 ERANGE = 6      # NNK_ERANGE, what NAME_strided returns for an index out of range
 
 
@@ -374,7 +378,10 @@ def range_verdict(prog, ref, perts):
         return False, False
     keys = ref["oob"]
     oob = bool(keys) and live_any(prog, lambda e: repr(e) in keys)
-    unsure = any(q["oob"] != keys for q in perts)
+    # isnan, isinf and isfinite of an integer are constants: the read in
+    # their argument is not made, and its index not checked (language.md)
+    sure = oob and live_any(prog, lambda e: repr(e) in keys, lambda e: e[0] == "call" and e[1] in PRED_FNS)
+    unsure = any(q["oob"] != keys for q in perts) or oob != sure or ref["oob_unsure"]
     return oob, unsure
 
 

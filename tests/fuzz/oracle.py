@@ -40,6 +40,7 @@ class Ctx:
         self.fparams = []                          # stack of dicts
         self.touched = False                       # an inexact result was made
         self.oob = set()                           # repr of the raw reads, index(d) out of range
+        self.oob_unsure = False                    # a raw read in an empty iteration space
         self.n = 1
         for a in self.red_axes:
             self.n *= self.shape[a]
@@ -435,6 +436,10 @@ def raw_read(cx, e):
     fail with NNK_ERANGE (language.md, Raw parameters)."""
     t, v = cx.vals[e[1]]
     v = np.asarray(v)
+    if not int(np.prod(cx.shape)):
+        # no element: whether an index that does not depend on the
+        # element is checked (hoisted out of the loop) is not specified
+        cx.oob_unsure = True
     idx = []
     for a in e[2]:
         ta, va = ev(cx, a)
@@ -675,4 +680,5 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
             outs[st.name] = (ot, v)
     outs[None] = cx.touched
     outs["oob"] = cx.oob
+    outs["oob_unsure"] = cx.oob_unsure
     return outs
