@@ -217,17 +217,17 @@ def _relu(x):
 
 def _half_bits(v, t):
     """f16/bf16 values (held in f32) -> their 16-bit patterns (as int64)."""
-    v = np.asarray(v, dtype=np.float32)
+    v = np.atleast_1d(np.asarray(v, dtype=np.float32))
     if t == "f16":
         return v.astype(np.float16).view(np.uint16).astype(np.int64)
-    return (v.view(np.uint32) >> 16).astype(np.int64)
+    return np.right_shift(v.view(np.uint32), np.uint32(16)).astype(np.int64)
 
 
 def _half_value(h, t):
-    h = np.asarray(h, dtype=np.int64).astype(np.uint16)
+    h = np.atleast_1d(np.asarray(h, dtype=np.int64)).astype(np.uint16)
     if t == "f16":
         return h.view(np.float16).astype(np.float32)
-    return (h.astype(np.uint32) << 16).view(np.float32)
+    return np.left_shift(h.astype(np.uint32), np.uint32(16)).view(np.float32)
 
 
 def _nextafter(x, y, t):
@@ -242,7 +242,7 @@ def _nextafter(x, y, t):
     step = np.where((xr < y) == (xr > 0), h + 1, h - 1)
     tiny = np.where(np.signbit(y), 0x8001, 0x0001)
     r = np.where(xr == 0, _half_value(tiny, ct), _half_value(step, ct))
-    r = np.where(xr == y, y, r)
+    r = np.where(xr == y, y, r).reshape(x.shape)
     return np.where(np.isnan(xr) | np.isnan(y), xr + y, r)
 
 
