@@ -152,11 +152,11 @@ def has_arg_reducer(prog):
     return live_any(prog, lambda e: e[0] == "red" and e[1] in ("argmax", "argmin"))
 
 
-def live_any(prog, pred, cut=lambda e: False):
+def live_any(prog, pred, cut=lambda e: False, branches=False):
     """Whether a node for which pred holds is computed: reached from an
     output, not only through a let nothing reads, a func argument its body
-    does not read, a branch of a constant condition, or a node for which
-    cut holds."""
+    does not read, a branch of a constant condition (unless branches: then
+    it may be computed), or a node for which cut holds."""
     lets = {st.name: st.expr for st in prog.kernel.body if st.kind == "let"}
     lets.update({n: st.expr for st in prog.kernel.body if st.kind == "tlet" for n in st.name})
     # what const_cond may look through: lets and outputs read back
@@ -179,7 +179,7 @@ def live_any(prog, pred, cut=lambda e: False):
         if e[0] == "sel" and const_cond(e[2], bound):
             # a constant condition: the folder keeps one branch (which one
             # is not worked out here, so neither counts)
-            return live(e[2])
+            return live(e[2]) or (branches and (live(e[3]) or live(e[4])))
         return any(live(c) for _, c in gen.children(e))
     return any(live(st.expr) for st in prog.kernel.body if st.kind == "out")
 
@@ -377,7 +377,8 @@ def range_verdict(prog, ref, perts):
     if ref is None or not any(p.mode == "raw" for p in prog.kernel.params):
         return False, False
     keys = ref["oob"]
-    oob = bool(keys) and live_any(prog, lambda e: repr(e) in keys)
+    # in a branch of a constant condition, the read is made or not
+    oob = bool(keys) and live_any(prog, lambda e: repr(e) in keys, branches=True)
     # isnan, isinf and isfinite of an integer are constants: the read in
     # their argument is not made, and its index not checked (language.md)
     sure = oob and live_any(prog, lambda e: repr(e) in keys, lambda e: e[0] == "call" and e[1] in PRED_FNS)
