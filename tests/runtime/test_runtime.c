@@ -498,6 +498,14 @@ static void test_allocator(void)
     FAILS(nnk_array_new(NULL, NNK_F64, 1, huge, &a), NNK_ENOMEM); /* 8 TiB */
     MSG_HAS("out of memory");
 
+    /* an extension built against version 1's headers reads nnk_plan with
+     * 8-byte scalars: refused with both versions, not launched */
+    nnk_extension_ops old_abi = budget_ops;
+    old_abi.abi_version = 1;
+    old_abi.name = "oldabi";
+    FAILS(nnk_register_extension(&old_abi), NNK_EABI);
+    MSG_HAS("extension ABI version 1");
+
     /* a full device: the cache is flushed and the allocation retried once */
     nnk_status st = nnk_register_extension(&budget_ops);
     CU_ASSERT_TRUE(st == NNK_OK || st == NNK_EINVAL); /* registered by an earlier run of main */

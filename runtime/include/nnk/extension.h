@@ -37,7 +37,10 @@
 extern "C" {
 #endif
 
-#define NNK_EXTENSION_ABI_VERSION 1
+/* 2: the hooks take nnk_plan and nnk_kernel_desc of NNK_ABI_VERSION 2
+ * (16-byte nnk_scalar moves every plan member after the scalars), which an
+ * extension built against version 1's headers would misread */
+#define NNK_EXTENSION_ABI_VERSION 2
 #define NNK_EXTENSION_ENTRY "nnk_extension_entry"
 
 /* Code targets: what kernel_compile accepts (libnnkc's NnkcTarget). */
