@@ -1087,6 +1087,8 @@ static void elem_scan(const EmitOperands *o, const int32_t *roots, int nroots, c
     e->res = nnkc_scratch(sizeof *e->res * (size_t)(nroots + 1));
     for (int i = 0; i < nroots; i++) {
         int r = roots[i];
+        if (r >= 0 && given && given[r]) /* the caller has it: its value is an argument */
+            e->arg[r] = 1;
         if (r < 0 || k->nodes[r].level != L_ELEM || (given && given[r]) || e->in[r])
             continue;
         e->in[r] = 1;
