@@ -11,14 +11,27 @@
  *
  *   opencl_bench [all|first]
  *
+ * The third column is the OpenMP limit: the case as a plain C loop
+ * (`#pragma omp parallel for simd`, built with configure's OPENMP_CFLAGS),
+ * on the same host data, what a hand-written kernel gets on these cores.
+ *
  * Environment: NNK_EXTENSION_PATH (the build tree's .libs).  Prints one
- * line per case: name, size, cpu ms, opencl ms, opencl/cpu. */
+ * line per case: name, size, omp ms, cpu ms, opencl ms, cpu/omp,
+ * opencl/omp, opencl/cpu. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <nnk/nnk.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 #define CHECK(call)                                                                                     \
     do {                                                                                                \
@@ -36,12 +49,60 @@ static const char code[] =
 
 enum { REPS = 9 };
 
-static double now(void)
+/* ---- the OpenMP limit: each case as the plain loop one would write ---- */
+#ifdef _OPENMP
+#define OMP(x) _Pragma(#x)
+#else
+#define OMP(x)
+#endif
+
+static void omp_triad(float a, const float *restrict x, const float *restrict y, float *restrict z, int64_t n)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    OMP(omp parallel for simd schedule(static))
+    for (int64_t i = 0; i < n; i++)
+        z[i] = a * x[i] + y[i];
 }
+
+static float omp_total(const float *restrict x, int64_t n)
+{
+    float s = 0; /* each thread's share in SIMD lanes, as STREAM-style sums do */
+    OMP(omp parallel for simd reduction(+ : s) schedule(static))
+    for (int64_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+static void omp_softmax(const float *restrict x, float *restrict y, int64_t rows, int64_t cols)
+{
+    OMP(omp parallel for schedule(static))
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols, m = -INFINITY, s = 0;
+        for (int64_t j = 0; j < cols; j++)
+            m = xr[j] > m ? xr[j] : m;
+        for (int64_t j = 0; j < cols; j++)
+            s += (yr[j] = expf(xr[j] - m));
+        for (int64_t j = 0; j < cols; j++)
+            yr[j] /= s;
+    }
+}
+
+static volatile float omp_sink;
+
+/* One call of the case's loop on host data; returns seconds. */
+static double omp_call(const char *name, const float *x, const float *y, float *z, const int64_t *shape, int ndim)
+{
+    int64_t n = ndim == 2 ? shape[0] * shape[1] : shape[0];
+    double t0 = now();
+    if (!strcmp(name, "triad"))
+        omp_triad(2.5f, x, y, z, n);
+    else if (!strcmp(name, "total"))
+        omp_sink = omp_total(x, n);
+    else
+        omp_softmax(x, z, shape[0], shape[1]);
+    return now() - t0;
+}
+
 
 static int cmp(const void *a, const void *b)
 {
@@ -101,12 +162,27 @@ static void bench(nnk_module *mo, nnk_module *mc, nnk_context *octx, const char 
         CHECK(nnk_array_wrap(NNK_F32, ndim, shape, NULL, h, &hy));
     }
     double tc = median(mc, name, hx, hy, 0), to = median(mo, name, dx, dy, 1);
+    float *z = malloc((size_t)n * sizeof *z);
+    double t[REPS];
+    omp_call(name, h, h, z, shape, ndim); /* warm-up: threads, pages */
+    for (int r = 0; r < REPS; r++)
+        t[r] = omp_call(name, h, h, z, shape, ndim);
+    qsort(t, REPS, sizeof *t, cmp);
+    double tm = t[REPS / 2];
+    free(z);
     char sz[64];
     if (ndim == 2)
         snprintf(sz, sizeof sz, "%lldx%lld", (long long)shape[0], (long long)shape[1]);
     else
         snprintf(sz, sizeof sz, "%lld", (long long)shape[0]);
-    printf("%-8s %-12s cpu %8.3f ms   opencl %8.3f ms   opencl/cpu %6.2f\n", name, sz, tc * 1e3, to * 1e3, to / tc);
+#ifdef _OPENMP
+    const char *omp = "";
+#else
+    const char *omp = " (built without OpenMP: one thread)";
+#endif
+    printf("%-8s %-12s omp %8.3f ms   cpu %8.3f ms   opencl %8.3f ms   cpu/omp %6.2f   opencl/omp %6.2f   "
+           "opencl/cpu %6.2f%s\n",
+           name, sz, tm * 1e3, tc * 1e3, to * 1e3, tc / tm, to / tm, to / tc, omp);
     nnk_array_free(dx);
     nnk_array_free(dy);
     nnk_array_free(hx);

@@ -573,7 +573,7 @@ def main(module_globals, argv=None):
     if len(argv) >= 2 and argv[0] == "-k":
         pat = argv[1]
     tests = [(n, f) for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
-    tests.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
+    tests.sort(key=lambda nf: getattr(nf[1], "__wrapped__", nf[1]).__code__.co_firstlineno)  # in source order
     print("# host: %s (the JIT's -march=native code); %s %s" % (host_isa(), CC, " ".join(CFLAGS)), flush=True)
     # NNKCONF_SLICE=N: every Nth test only, the first included (a slice of
     # the suite for a stage that repeats it: the emulated suites under the

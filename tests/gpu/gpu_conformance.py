@@ -12,14 +12,25 @@ compiled by NVRTC, launched through dispatch.c), compared with the C result:
 Inputs go to the device as contiguous arrays (the strided kernels are
 covered by test_device_views here and by the emulation tests).
 
-    gpu_conformance.py [--ext cuda|cudnn|cpu] TEST_MODULE.py [-k SUBSTRING]
+    gpu_conformance.py [--ext cuda|cudnn|opencl|cpu] TEST_MODULE.py [-k SUBSTRING]
+    gpu_conformance.py [--ext ...] TEST_MODULE.py TEST_MODULE.py ...   several, one process
     gpu_conformance.py [--ext ...] --views      test_device_views only
+
+NNK_GPU_SHARE=P (0 < P <= 1, default 1) and NNK_GPU_SEED=S (default 1): a
+fixed share of the instances on the device, for a device whose compiler is
+slow (PoCL: tests/opencl/conformance.sh).  An instance goes to the device
+when sha256("S:NAME") read as a fraction is below P, and so does the first
+instance each test calls (every test reaches the device); every call of a
+chosen instance runs there (all its layouts), the others run in C only.
+The summary counts both.
 
 --ext cpu runs the same path on the cpu extension (the C JIT), which checks
 this driver on a machine without a GPU.  Environment: as nnkconf, plus
 NNK_LIBNNK (libnnk.so, default $top_builddir/.libs/libnnk.so.0).
 """
 import ctypes
+import functools
+import hashlib
 import os
 import sys
 import time
@@ -41,6 +52,44 @@ class Stats:
     calls = 0
     seconds = 0.0
     instances = set()
+    all_calls = 0
+    all_instances = set()
+
+
+class Share:
+    """Which instances go to the device (NNK_GPU_SHARE, NNK_GPU_SEED)."""
+    p = 1.0
+    seed = "1"
+    chosen = {}       # instance -> on the device
+    test_reached = False  # the current test has had a call on the device
+
+    @classmethod
+    def setup(cls):
+        v = os.environ.get("NNK_GPU_SHARE", "") or "1"
+        try:
+            cls.p = float(v)
+        except ValueError:
+            cls.p = -1.0
+        if not 0 < cls.p <= 1:
+            raise SystemExit("gpu_conformance: NNK_GPU_SHARE=%r: expected a fraction in (0, 1]" % v)
+        cls.seed = os.environ.get("NNK_GPU_SEED", "") or "1"
+
+    @classmethod
+    def on_device(cls, name):
+        if name not in cls.chosen:
+            h = int(hashlib.sha256(("%s:%s" % (cls.seed, name)).encode()).hexdigest(), 16) / float(1 << 256)
+            cls.chosen[name] = h < cls.p or not cls.test_reached
+        if cls.chosen[name]:
+            cls.test_reached = True
+        return cls.chosen[name]
+
+    @classmethod
+    def wrap(cls, fn):
+        @functools.wraps(fn)      # nnkconf orders the tests by the __wrapped__ function's line
+        def run():
+            cls.test_reached = False
+            return fn()
+        return run
 
 
 class Gpu:
@@ -99,6 +148,10 @@ class GpuStrided:
 
     def __call__(self, *ordered):
         k, rt = self.k, Gpu.rt
+        Stats.all_calls += 1
+        Stats.all_instances.add(k.name)
+        if not Share.on_device(k.name):
+            return self.real(*ordered)
         naxes, axes, views, scalars, nin = E.parse_call(k, ordered)
         tparams = [p for p in k.inputs if p.tensor]
         # the inputs before the C code runs: an output may be an input (in place)
@@ -214,25 +267,34 @@ def main():
     if not argv:
         print(__doc__)
         return 2
+    Share.setup()
     setup(ext)
     t0 = time.time()
     if argv[0] == "--views":
         rc = C.main({"test_device_views": test_device_views}, argv[1:])
     else:
         install()
-        path = argv[0] if os.path.exists(argv[0]) else os.path.join(SRCDIR, "tests", "conformance", argv[0])
-        sys.path.insert(0, os.path.dirname(path))
+        paths = [a for a in argv if a.endswith(".py")]
+        opts = [a for a in argv if not a.endswith(".py")]
+        rc = 0
         import importlib
-        mod = importlib.import_module(os.path.splitext(os.path.basename(path))[0])
-        sys.argv = [path] + argv[1:]
-        tests = dict(vars(mod))
-        for name in os.environ.get("NNK_GPU_SKIP", "").split(","):
-            if name.strip() in tests:
-                del tests[name.strip()]
-                print("# skipped: %s (NNK_GPU_SKIP)" % name.strip(), flush=True)
-        rc = C.main(tests, argv[1:])
+        for p in paths:
+            path = p if os.path.exists(p) else os.path.join(SRCDIR, "tests", "conformance", p)
+            sys.path.insert(0, os.path.dirname(path))
+            mod = importlib.import_module(os.path.splitext(os.path.basename(path))[0])
+            sys.argv = [path] + opts
+            tests = {n: Share.wrap(f) if n.startswith("test_") and callable(f) else f for n, f in vars(mod).items()}
+            for name in os.environ.get("NNK_GPU_SKIP", "").split(","):
+                if name.strip() in tests:
+                    del tests[name.strip()]
+                    print("# skipped: %s (NNK_GPU_SKIP)" % name.strip(), flush=True)
+            rc = C.main(tests, opts) or rc
         print("# on %s: %d calls of %d instances, %.1fs on the device side, %.1fs in all" % (
             ext, Stats.calls, len(Stats.instances), Stats.seconds, time.time() - t0), flush=True)
+        print("# share %g (seed %s): %d of %d instances (%.1f%%) and %d of %d calls (%.1f%%) on %s, the rest in C "
+              "only" % (Share.p, Share.seed, len(Stats.instances), len(Stats.all_instances),
+                        100.0 * len(Stats.instances) / max(len(Stats.all_instances), 1), Stats.calls,
+                        Stats.all_calls, 100.0 * Stats.calls / max(Stats.all_calls, 1), ext), flush=True)
         if Stats.calls == 0:
             print("# nothing ran on %s" % ext)
             rc = 1
