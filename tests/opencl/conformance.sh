@@ -17,9 +17,10 @@
 # every test calls, with every call of a chosen instance (all its layouts);
 # the rest run in C only.  The log's last lines say how many instances and
 # calls ran on the device.  NNK_OPENCL_CONF_SHARE=1 runs the whole suite.
-# test_complex.py and test_tuple's test_complex_value are left out
-# (complex values on OpenCL are refused until the back end has them:
-# docs/opencl.md).
+# Left out: test_complex.py and test_tuple's test_complex_value (complex
+# values on OpenCL are refused until the back end has them:
+# docs/opencl.md), test_inout.py and test_raw's test_hostile_raw_views
+# (below: what the harness cannot put on a device).
 #
 # POCL_CACHE_DIR under the build tree keeps PoCL's kernels between runs of
 # make check (opencl.sh's too); nnk's disk cache is a fresh directory.
@@ -61,10 +62,12 @@ case "$n" in
     exit 77 ;;
 esac
 rc=0
-# test_tuple's test_complex_value: complex values, which the OpenCL back
-# end refuses (docs/opencl.md)
-NNK_GPU_SKIP=test_complex_value "$PY" "$top_srcdir/tests/gpu/gpu_conformance.py" --ext opencl test_elementwise.py \
-    test_reduction.py test_half.py test_weak.py test_tuple.py test_online.py test_welford.py test_inout.py \
+# left out: test_tuple's test_complex_value (complex values, which the
+# OpenCL back end refuses), test_raw's test_hostile_raw_views (views the
+# harness cannot copy to a device) and test_inout.py (the harness passes
+# outputs apart from the inputs, which in-out parameters refuse)
+NNK_GPU_SKIP=test_complex_value,test_hostile_raw_views "$PY" "$top_srcdir/tests/gpu/gpu_conformance.py" --ext opencl \
+    test_elementwise.py test_reduction.py test_half.py test_weak.py test_tuple.py test_online.py test_welford.py \
     test_raw.py || rc=1
 "$PY" "$top_srcdir/tests/gpu/gpu_conformance.py" --ext opencl --views || rc=1
 exit $rc
