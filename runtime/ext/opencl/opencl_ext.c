@@ -1419,6 +1419,18 @@ static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, uns
     return r == CL_SUCCESS ? 0 : lc_fail(L, NNK_EDEVICE, r, "launching", name);
 }
 
+/* dispatch.c asks before it picks a kernel only some back ends have
+ * (rd_warp, CUDA's warp per row): OpenCL C has only the kernels of
+ * kernel_names. */
+static int lc_has(void *user, const char *suffix)
+{
+    const launch_ctx *L = user;
+    for (int i = 0; i < OCL_NSUFFIX; i++)
+        if (strcmp(kernel_names[i].cuda, suffix) == 0)
+            return L->m->fn[i] != NULL;
+    return 0;
+}
+
 /* Scratch of a split reduction: buffers of their own, released when the
  * kernels queued on them are done (OpenCL keeps them until then). */
 static void *lc_alloc(void *user, size_t bytes)
@@ -1540,6 +1552,7 @@ static nnk_status launch(void *state, int32_t device, const nnk_ext_kernel *k, c
     memset(&cl, 0, sizeof cl);
     cl.user = &L;
     cl.launch = lc_launch;
+    cl.has = lc_has;
     cl.alloc = lc_alloc;
     cl.release = lc_release;
     cl.num_sms = S->devs[device].units > 0 ? (int)S->devs[device].units : 16;
