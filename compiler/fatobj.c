@@ -317,7 +317,12 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
         return st == 0;
     }
 
+    /* fatbinary parses its --image3 options itself and stops at a quote,
+     * and the assembler reads the fatbin's name in a string: a TMPDIR with
+     * more than these characters is not used */
     const char *tmpdir = getenv("TMPDIR");
+    if (tmpdir && tmpdir[strspn(tmpdir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-")])
+        tmpdir = NULL;
     char *dir = arena_printf(ar, "%s/nnkc-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(dir)) {
         buf_printf(&msg, "cannot create a temporary directory: %s", strerror(errno));
@@ -479,7 +484,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
             buf_printf(&csrc, "\n\t.section .nv_fatbin,\"a\"\n\t.balign 64\n\t.type nnk_fatbin_, STT_OBJECT\n"
                               "\t.size nnk_fatbin_, %zu\nnnk_fatbin_:\n\t.incbin \"%s\"\n\t.byte 0\n"
                               "\t.set nnk_fatbin_size_, %zu\n",
-                       size + 1, fatbin, size);
+                       size + 1, fatbin, size); /* no quote in dir (above) */
             Step *as = step_new(ar, STEP_ASM, 0);
             int n = push_words(as->argv, 0, cfg->cc, cfg->ncc_tool);
             const char *tail[] = {"-c", "-x", "assembler", "-", "-o", cfg->output};

@@ -130,9 +130,11 @@ done
 # the job count, and the temporary files: none left after a build, a
 # failed nvcc or a timeout; a failed step is reported with its output
 mkdir -p "$tmp/t"
-for j in 1 3; do
-	TMPDIR=$tmp/t "$nnkc" -c -j $j --cuda-arch=sm_80 "$k" -o "$tmp/j$j.o" || bad "nnkc -c -j $j failed"
-done
+TMPDIR=$tmp/t "$nnkc" -c -j 1 --cuda-arch=sm_80 "$k" -o "$tmp/j1.o" || bad "nnkc -c -j 1 failed"
+# a TMPDIR with a quote, which fatbinary cannot take, is not used
+mkdir -p "$tmp/q\"x"
+TMPDIR=$tmp/q\"x "$nnkc" -c -j 3 --cuda-arch=sm_80 "$k" -o "$tmp/j3.o" || bad "nnkc -c -j 3 (TMPDIR with a quote) failed"
+[ -z "$(ls -A "$tmp/q\"x")" ] || bad "files in the TMPDIR with a quote"
 cmp -s "$tmp/j1.o" "$tmp/j3.o" && ok "-j 1 and -j 3 give the same object" || bad "-j 1 and -j 3 objects differ"
 "$nnkc" -c -j 0 "$k" -o "$tmp/x.o" 2>/dev/null; [ $? -eq 2 ] && ok "-j 0 is a usage error" || bad "-j 0 accepted"
 # stand-ins for nvcc, with the real ptxas and fatbinary next to them
