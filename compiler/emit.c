@@ -890,10 +890,15 @@ void emit_instance_keys(const EmitOperands *o, const EmitOptions *opt, TDict *e)
         buf_printf(&red, "%s%d", sep, o->reduced[op] || slot > 0);
         buf_printf(&raw, "%s%d", sep, slot);
         buf_printf(&rawskip, "%s%d", sep, slot > 0);
-        buf_printf(&refs, "%s&v%d_", sep, op);
         /* an inout parameter's output is the parameter's view (NAME_strided
-         * takes it once) */
+         * takes it once; NAME_cuda declares it once, as the input's vK_) */
+        int view = op;
         if (op >= o->nin && in->outs[op - o->nin].inout)
+            for (int j = 0; j < o->nin; j++)
+                if (strcmp(o->name[j], o->name[op]) == 0)
+                    view = j;
+        buf_printf(&refs, "%s&v%d_", sep, view);
+        if (view != op)
             continue;
         TDict *v = tpush(e, "views");
         tsetf(v, "k", "%d", op);
