@@ -567,8 +567,9 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
 /* The disk cache, then the compiler; without jit.lock.  Counts into st.
  * *rejected: the failure is the source's own (the compiler refused it, or
  * the object it made does not load: an undefined symbol, another ABI). */
-static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *source, const char *symbol,
-                         void **dl, const nnk_kernel_desc **desc, nnk_jit_stats *st, bool *rejected)
+static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *portable,
+                         const char *source, const char *symbol, void **dl, const nnk_kernel_desc **desc,
+                         nnk_jit_stats *st, bool *rejected)
 {
     rt_cache c;
     bool disk = rt_cache_open(&c);
@@ -597,6 +598,17 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
     }
     st->compiles++;
     s = compile(cc, flags, source, &img, &len, rejected);
+    /* A compiler that crashes on the host's flags is the compiler's bug,
+     * not the source's (gcc 12 at -O2 with AVX-512: "unrecognizable insn"
+     * on a masked 16-bit max, tests/fuzz/README): the
+     * same source once more with the portable flags (-march of the
+     * default target, the generated AVX2 clones), which give the same
+     * results within the documented bounds, under the same key. */
+    if (s == NNK_ECOMPILE && *rejected && strcmp(flags, portable) != 0 &&
+        strstr(nnk_last_error(), "internal compiler error")) {
+        *rejected = false;
+        s = compile(cc, portable, source, &img, &len, rejected);
+    }
     if (!s) {
         if (disk)
             rt_cache_put(&c, key, ".so", img, len); /* a full disk: the kernel runs from memory */
@@ -627,9 +639,9 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
      * inline) are left out of the object; they were half of the C
      * compiler's time for an elementwise kernel (docs/runtime.md, "The
      * first call") */
-    char flags[512], uid[32];
-    snprintf(flags, sizeof flags, "%s -DNNK_NO_ENTRY_POINTS%s%s", nnkc_c_flags(opt_level), jit.host_flags ? " " : "",
-             jit.host_flags ? jit.host_flags : "");
+    char portable[512], flags[1024], uid[32];
+    snprintf(portable, sizeof portable, "%s -DNNK_NO_ENTRY_POINTS", nnkc_c_flags(opt_level));
+    snprintf(flags, sizeof flags, "%s%s%s", portable, jit.host_flags ? " " : "", jit.host_flags ? jit.host_flags : "");
     snprintf(uid, sizeof uid, "euid %u", (unsigned)geteuid()); /* per-user keys */
     uint8_t digest[32];
     rt_sha256 h;
@@ -676,15 +688,16 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     e->busy = true;
     e->next = jit.entries;
     jit.entries = e;
-    char *fl = rt_strdup(flags);
+    char *fl = rt_strdup(flags), *pfl = rt_strdup(portable);
     pthread_mutex_unlock(&jit.lock);
 
     nnk_jit_stats st = {0};
     void *dl = NULL;
     const nnk_kernel_desc *d = NULL;
     bool rejected = false;
-    s = fl ? obtain(key, cc, fl, source, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
+    s = fl && pfl ? obtain(key, cc, fl, pfl, source, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
     free(fl);
+    free(pfl);
     /* a rejected source is remembered under its key (source, compiler,
      * flags); other failures (no compiler, a full disk, no memory) are not */
     char *msg = s && rejected ? rt_strdup(nnk_last_error()) : NULL;

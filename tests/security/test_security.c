@@ -658,6 +658,48 @@ static int p_compiler_killed(char *why, size_t n)
     return 0;
 }
 
+/* A compiler that crashes on the host's flags (gcc 12's AVX-512 ICE on
+ * a masked 16-bit max) has not refused the source: the JIT compiles it
+ * again with the portable flags, stores that object under the kernel's
+ * key, and the next process loads it from the disk cache. */
+static int p_compiler_ice(char *why, size_t n)
+{
+    char dir[300], cache[400], script[400], log[400], body[1200];
+    workdir(dir, sizeof dir, "ice");
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(script, sizeof script, "%s/cc.sh", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    const char *cc = getenv("NNK_CC");
+    snprintf(body, sizeof body,
+             "#!/bin/sh\ncase \" $* \" in *\" -shared \"*) echo \"$*\" >> '%s'\n"
+             "  case \" $* \" in *\" -march=\"*) echo 'k.c:1:1: internal compiler error: unrecognizable insn' >&2; exit 4 ;; esac ;; esac\n"
+             "exec %s \"$@\"\n",
+             log, cc && *cc ? cc : "cc");
+    NEED(spit(script, body, strlen(body), 0700), "cannot write the compiler script");
+    setenv("NNK_CACHE_DIR", cache, 1);
+    setenv("NNK_CC", script, 1);
+    nnk_status st;
+    bool first = run_kernel("ice", 7, &st);
+    size_t len = 0;
+    char *got = slurp(log, &len);
+    if (got && !strstr(got, "-march=")) {
+        free(got);
+        SKIP("the JIT uses no host flags here (NNK_JIT_NATIVE=0 or no candidate the compiler takes)");
+    }
+    NEED(first, "after the compiler's crash on the host flags: %s", nnk_last_error());
+    const char *again = got ? strstr(got, "\n") : NULL;
+    NEED(again && strstr(again, "-shared") && !strstr(again, "-march="),
+         "no second compile without the host flags: '%s'", got ? got : "(none)");
+    free(got);
+    nnk_shutdown();
+    unlink(log);
+    NEED(run_kernel("ice", 7, &st), "from the disk cache: %s", nnk_last_error());
+    got = slurp(log, &len);
+    NEED(!got || !strstr(got, "-shared"), "the next process compiled again: '%s'", got);
+    free(got);
+    return 0;
+}
+
 /* The compiler's identity (--version, the host-flag probe) is remembered
  * in the disk cache: a fresh process whose kernel is cached runs no
  * compiler at all; a changed compiler file (its mtime here) or an entry
@@ -947,6 +989,7 @@ static const struct {
     {"many-kernels-loaded", p_many_loaded, 90},
     {"no-memfd", p_no_memfd, 60},
     {"compiler-killed", p_compiler_killed, 60},
+    {"compiler-ice-host-flags", p_compiler_ice, 90},
     {"compiler-identity-remembered", p_identity_remembered, 90},
     {"sigchld-ignored", p_sigchld_ignored, 60},
     {"sigchld-reaper", p_sigchld_reaper, 90},
