@@ -733,9 +733,11 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
 }
 
 /* The message of an index out of range (nnk_plan.range, set by the kernel). */
-static nnk_status range_error(const nnk_kernel *k, const nnk_range_error *e, const int32_t *rawparam)
+/* e comes back from the kernel (device memory for CUDA and OpenCL): its
+ * raw slot is bounded by the launch's own count before it names one. */
+static nnk_status range_error(const nnk_kernel *k, const nnk_range_error *e, const int32_t *rawparam, int32_t nraw)
 {
-    const char *name = e->raw >= 0 && e->raw < NNK_MAX_RAW ? k->params[rawparam[e->raw]].name : "index";
+    const char *name = e->raw >= 0 && e->raw < nraw ? k->params[rawparam[e->raw]].name : "(unknown)";
     if (e->raw < 0)
         return rt_error(NNK_ERANGE, "kernel '%s': index(%lld) of an iteration space of %lld dimensions", k->name,
                         (long long)e->index, (long long)e->extent);
@@ -874,7 +876,7 @@ static nnk_status launch(call *c, nnk_args *a)
     if ((s = c->ext->ops->launch(c->ext->state, c->device, &inst->k, &plan)))
         return s;
     if (range.set)
-        return range_error(k, &range, rawparam);
+        return range_error(k, &range, rawparam, nraw);
     for (int32_t t = c->nin_t; t < nt; t++) {
         a->outputs[a->nout++] = c->arrays[t];
         c->arrays[t] = NULL;
