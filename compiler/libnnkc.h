@@ -89,6 +89,9 @@ typedef struct NnkcTool {
  * by signal N, or -1 (t->err, or t->timed_out).  Thread-safe; the host's
  * SIGCHLD disposition or handler cannot take its status. */
 int nnkc_tool_run(char *const *argv, NnkcTool *t);
+/* argv[0]'s path as nnkc_tool_run finds it (PATH when it has no '/';
+ * /usr/local/bin:/usr/bin:/bin when PATH is unset). */
+bool nnkc_find_program(const char *name, char *out, size_t n);
 /* NNK_COMPILE_TIMEOUT (seconds, fractions allowed, 0 = none) in ms; the
  * default when unset or not a number. */
 long nnkc_tool_timeout_ms(void);

@@ -827,10 +827,8 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, B
 /* spawn.c: running a tool (C compiler, nvcc) whatever the host's SIGCHLD */
 /* ===================================================================== */
 
-/* NnkcTool, nnkc_tool_run, nnkc_tool_timeout_ms: libnnkc.h */
+/* NnkcTool, nnkc_tool_run, nnkc_tool_timeout_ms, nnkc_find_program: libnnkc.h */
 
-/* argv[0]'s path as execvp would find it (PATH when it has no '/'). */
-bool nnkc_find_program(const char *name, char *out, size_t n);
 /* Several tools at once (nnkc -c: the C compile beside the CUDA steps),
  * at most `jobs` running, the others started in the order added. */
 typedef struct NnkcRuns NnkcRuns;

@@ -242,23 +242,9 @@ static bool hash_file(rt_sha256 *h, const char *word)
 {
     char path[4096], real[4096];
     struct stat st;
-    bool found = false;
-    if (strchr(word, '/')) {
-        found = strlen(word) < sizeof path && stat(word, &st) == 0 && S_ISREG(st.st_mode);
-        if (found)
-            memcpy(path, word, strlen(word) + 1);
-    } else {
-        const char *dirs = getenv("PATH");
-        for (const char *d = dirs ? dirs : ""; !found && d;) {
-            const char *end = strchr(d, ':');
-            size_t dl = end ? (size_t)(end - d) : strlen(d);
-            int n = snprintf(path, sizeof path, "%.*s%s%s", (int)dl, d, dl ? "/" : "", word);
-            found = n > 0 && (size_t)n < sizeof path && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-                    access(path, X_OK) == 0;
-            d = end ? end + 1 : NULL;
-        }
-    }
-    if (!found || !realpath(path, real))
+    /* the file nnkc_tool_run runs for it (one search, spawn.c's) */
+    if (!nnkc_find_program(word, path, sizeof path) || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        !realpath(path, real))
         return false;
     const int64_t f[] = {(int64_t)st.st_dev,           (int64_t)st.st_ino,         (int64_t)st.st_size,
                          (int64_t)st.st_mtim.tv_sec,   (int64_t)st.st_mtim.tv_nsec, (int64_t)st.st_ctim.tv_sec,
