@@ -560,6 +560,18 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
+def check_one_pass_at_O3(path, kernels):
+    """The rewrites into one pass (online softmax, Welford) fire at -O3
+    only: each kernel of `kernels` in `path` (relative to this directory)
+    has two phases at -O0 and -O2 and one at -O3 in --emit=ir."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), path)
+    for opt, want in (("-O0", "2 phases"), ("-O2", "2 phases"), ("-O3", "1 phase")):
+        ir = subprocess.run([NNKC, opt, "--emit=ir", src, "-o", "-"], capture_output=True, text=True, check=True).stdout
+        for k in kernels:
+            head = [l for l in ir.splitlines() if l.startswith("kernel %s " % k)]
+            check(len(head) == 1 and want in head[0], "%s %s: %s, expected %s" % (k, opt, head, want))
+
+
 # ---- the runner ----------------------------------------------------------------------
 
 def main(module_globals, argv=None):

@@ -16,7 +16,6 @@ of the runtime's pool).
 """
 import math
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -40,12 +39,7 @@ def two_pass():
 
 
 def test_one_pass_at_O3():
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), SRC)
-    for opt, want in (("-O0", "2 phases"), ("-O2", "2 phases"), ("-O3", "1 phase")):
-        ir = subprocess.run([C.NNKC, opt, "--emit=ir", src, "-o", "-"], capture_output=True, text=True, check=True).stdout
-        for k in ("variance_f32", "variance_f16", "layernorm_f32", "forms"):
-            head = [l for l in ir.splitlines() if l.startswith("kernel %s " % k)]
-            C.check(len(head) == 1 and want in head[0], "%s %s: %s, expected %s" % (k, opt, head, want))
+    C.check_one_pass_at_O3(SRC, ("variance_f32", "variance_f16", "layernorm_f32", "forms"))
 
 
 def rows(t, shape, kind):
