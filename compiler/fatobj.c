@@ -261,11 +261,121 @@ static void step_failed(const Step *s, int st, Buf *msg)
                    s->argv[0], st, s->t.outlen ? ":\n" : "", s->t.outlen ? s->t.out : "");
 }
 
-static int push_words(char **argv, int n, char *const *words, int nwords)
+static const char *sm_suffix(const Arch *a)
 {
+    return a->variant == 'a' ? "a" : a->variant == 'f' ? "f" : "";
+}
+
+/* The C compiler's first nwords words (cfg->cc), then tail, reading `in`
+ * on stdin (no file name of ours in the object). */
+static Step *step_stdin(Arena *ar, int kind, const FatobjConfig *cfg, int nwords, const char *const *tail, int ntail,
+                        const Buf *in)
+{
+    Step *s = step_new(ar, kind, 0);
+    int n = 0;
     for (int i = 0; i < nwords; i++)
-        argv[n++] = words[i];
-    return n;
+        s->argv[n++] = cfg->cc[i];
+    for (int i = 0; i < ntail; i++)
+        s->argv[n++] = (char *)tail[i];
+    s->t.in = in->data ? in->data : "";
+    s->t.inlen = in->len;
+    return s;
+}
+
+/* The front end and NVVM once, for the oldest virtual arch. */
+static Step *step_ptx(Arena *ar, const FatobjConfig *cfg, int base, const char *ptx, const char *cu)
+{
+    Step *s = step_new(ar, STEP_PTX, base);
+    const char *argv[] = {cfg->nvcc, "-ptx", "-std=c++17",
+                          /* no FMA contraction unless asked: the C code is
+                           * built with -ffp-contract=off, and the GPU must
+                           * round as it does */
+                          cfg->fmad ? "-fmad=true" : "-fmad=false", arena_printf(ar, "-arch=compute_%d", base), "-o",
+                          ptx, cu};
+    for (size_t i = 0; i < sizeof argv / sizeof *argv; i++)
+        s->argv[i] = (char *)argv[i];
+    return s;
+}
+
+static Step *step_sass(Arena *ar, const char *ptxas, const FatobjConfig *cfg, const Arch *a, int i, const char *ptx,
+                       const char *cubin)
+{
+    Step *s = step_new(ar, STEP_SASS, i);
+    int n = 0;
+    s->argv[n++] = (char *)ptxas;
+    s->argv[n++] = arena_printf(ar, "-arch=sm_%d%s", a->num, sm_suffix(a));
+    s->argv[n++] = (char *)"-m64";
+    if (!cfg->fmad) {
+        s->argv[n++] = (char *)"--fmad";
+        s->argv[n++] = (char *)"false";
+    }
+    s->argv[n++] = (char *)ptx;
+    s->argv[n++] = (char *)"-o";
+    s->argv[n++] = (char *)cubin;
+    return s;
+}
+
+/* As nvcc -fatbin does; the options recorded for the driver's JIT of the
+ * PTX (--fmad false there too). */
+static Step *step_fatbin(Arena *ar, const char *fatbinary, const FatobjConfig *cfg, const Plan *plan,
+                         const char *const *cubin, const char *ptx_new, const char *fatbin)
+{
+    Step *s = step_new(ar, STEP_FATBIN, 0);
+    int n = 0;
+    s->argv[n++] = (char *)fatbinary;
+    s->argv[n++] = arena_printf(ar, "--create=%s", fatbin);
+    s->argv[n++] = (char *)"-64";
+    if (!cfg->fmad)
+        s->argv[n++] = (char *)"--cmdline= --fmad false ";
+    s->argv[n++] = arena_printf(ar, "--cicc-cmdline=-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=%d ", cfg->fmad);
+    for (int i = 0; i < plan->nsass; i++)
+        s->argv[n++] = arena_printf(ar, "--image3=kind=elf,sm=%d%s,file=%s", plan->sass[i].num, sm_suffix(&plan->sass[i]),
+                                    cubin[i]);
+    if (ptx_new)
+        s->argv[n++] = arena_printf(ar, "--image3=kind=ptx,sm=%d,file=%s", plan->ptx, ptx_new);
+    return s;
+}
+
+/* The PTX is there: its copy retargeted to the newest PTX arch, and the
+ * copy NNKC_CUDA_KEEP=DIR asks for (the lint of tests/cuda/fatobj-check.sh
+ * reads it). */
+static bool ptx_written(Arena *ar, const Plan *plan, const char *ptx, const char *ptx_new)
+{
+    unsigned char *text = NULL;
+    size_t len = 0;
+    bool ok = read_all(ptx, &text, &len);
+    if (ok && ptx_new != ptx && ptx_new) {
+        Buf re = {0};
+        ok = retarget_ptx(ar, text, len, plan->base, plan->ptx, &re) && write_all(ptx_new, re.data, re.len);
+        buf_free(&re);
+    }
+    const char *keep = getenv("NNKC_CUDA_KEEP");
+    if (ok && keep && *keep)
+        ok = write_all(arena_printf(ar, "%s/kernels.compute_%d.ptx", keep, plan->base), text, len);
+    free(text);
+    return ok;
+}
+
+/* The assembly the C compiler wrote, with the fatbin appended, into out
+ * (the assembler's input). */
+static bool asm_with_fatbin(const char *asm_file, const char *fatbin, Buf *out)
+{
+    unsigned char *text = NULL, *bin = NULL;
+    size_t len = 0, size = 0;
+    bool ok = read_all(asm_file, &text, &len) && read_all(fatbin, &bin, &size);
+    free(bin);
+    if (ok) {
+        buf_put(out, (const char *)text, len);
+        /* 64-byte aligned (the driver wants 8), then a NUL as the C string
+         * literal of earlier objects had; the size is the fatbin's, an
+         * absolute symbol the C reads as an address */
+        buf_printf(out, "\n\t.section .nv_fatbin,\"a\"\n\t.balign 64\n\t.type nnk_fatbin_, STT_OBJECT\n"
+                        "\t.size nnk_fatbin_, %zu\nnnk_fatbin_:\n\t.incbin \"%s\"\n\t.byte 0\n"
+                        "\t.set nnk_fatbin_size_, %zu\n",
+                   size + 1, fatbin, size); /* no quote in the directory (fatobj_object) */
+    }
+    free(text);
+    return ok;
 }
 
 bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const FatobjConfig *cfg, char **err)
@@ -298,16 +408,10 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
     Buf csrc = {0};
     fatobj_c_file(c, instances, eo, &csrc);
 
-    /* CPU only: one C compile, the source on stdin (no file name of
-     * ours in the object) */
+    /* CPU only: one C compile */
     if (!cfg->nvcc) {
-        Step *cc = step_new(ar, STEP_CC, 0);
-        int n = push_words(cc->argv, 0, cfg->cc, cfg->ncc);
         const char *tail[] = {"-fPIC", "-c", "-x", "c", "-", "-o", cfg->output};
-        for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
-            cc->argv[n++] = (char *)tail[i];
-        cc->t.in = csrc.data ? csrc.data : "";
-        cc->t.inlen = csrc.len;
+        Step *cc = step_stdin(ar, STEP_CC, cfg, cfg->ncc, tail, sizeof tail / sizeof *tail, &csrc);
         int st = nnkc_tool_run(cc->argv, &cc->t);
         if (st != 0)
             step_failed(cc, st, &msg);
@@ -342,8 +446,8 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
     const char *asm_file = files[nfiles++] = arena_printf(ar, "%s/object.s", dir);
     const char *cubin[32];
     for (int i = 0; i < plan.nsass; i++)
-        cubin[i] = files[nfiles++] = arena_printf(ar, "%s/kernels.sm_%d%s.cubin", dir, plan.sass[i].num,
-                                                  plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "");
+        cubin[i] = files[nfiles++] =
+            arena_printf(ar, "%s/kernels.sm_%d%s.cubin", dir, plan.sass[i].num, sm_suffix(&plan.sass[i]));
     Buf cuda = {0};
     emit_cuda_file(c, instances, eo, &cuda);
     bool ok = write_all(cu, cuda.data, cuda.len);
@@ -356,36 +460,17 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
         buf_printf(&msg, "out of memory");
         ok = false;
     }
-    const char *fmad_ptxas = cfg->fmad ? NULL : "--fmad";
     if (ok) {
-        /* the C compile to assembly, the source on stdin */
-        Step *cc = step_new(ar, STEP_CC, 0);
-        int n = push_words(cc->argv, 0, cfg->cc, cfg->ncc);
+        /* the C compile to assembly beside the CUDA, which goes first: its
+         * chain is the longer one */
         const char *tail[] = {"-fPIC", "-S", "-x", "c", "-", "-o", asm_file};
-        for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
-            cc->argv[n++] = (char *)tail[i];
-        cc->argv[n] = NULL;
-        cc->t.in = csrc.data ? csrc.data : "";
-        cc->t.inlen = csrc.len;
-        /* the front end and NVVM once, for the oldest virtual arch */
-        Step *px = step_new(ar, STEP_PTX, plan.base);
-        n = 0;
-        px->argv[n++] = (char *)cfg->nvcc;
-        px->argv[n++] = (char *)"-ptx";
-        px->argv[n++] = (char *)"-std=c++17";
-        /* no FMA contraction unless asked: the C code is built with
-         * -ffp-contract=off, and the GPU must round as it does */
-        px->argv[n++] = (char *)(cfg->fmad ? "-fmad=true" : "-fmad=false");
-        px->argv[n++] = arena_printf(ar, "-arch=compute_%d", plan.base);
-        px->argv[n++] = (char *)"-o";
-        px->argv[n++] = (char *)ptx;
-        px->argv[n++] = (char *)cu;
-        px->argv[n] = NULL;
-        /* the CUDA first: its chain is the longer one */
+        Step *cc = step_stdin(ar, STEP_CC, cfg, cfg->ncc, tail, sizeof tail / sizeof *tail, &csrc);
+        Step *px = step_ptx(ar, cfg, plan.base, ptx, cu);
         ok = nnkc_runs_add(runs, px->argv, &px->t) && nnkc_runs_add(runs, cc->argv, &cc->t);
     }
     int left_sass = plan.nsass;
     bool cc_done = false, fat_done = false;
+    Buf as_in = {0};
     NnkcTool *done = NULL;
     int st;
     while (ok && (done = nnkc_runs_wait(runs, &st))) {
@@ -396,39 +481,12 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
             break;
         }
         if (s->kind == STEP_PTX) {
-            unsigned char *text = NULL;
-            size_t len = 0;
-            ok = read_all(ptx, &text, &len);
-            if (ok && ptx_new != ptx && ptx_new) {
-                Buf re = {0};
-                ok = retarget_ptx(ar, text, len, plan.base, plan.ptx, &re) && write_all(ptx_new, re.data, re.len);
-                buf_free(&re);
-            }
-            /* NNKC_CUDA_KEEP=DIR keeps the PTX (the lint of
-             * tests/cuda/fatobj-check.sh reads it) */
-            const char *keep = getenv("NNKC_CUDA_KEEP");
-            if (ok && keep && *keep)
-                ok = write_all(arena_printf(ar, "%s/kernels.compute_%d.ptx", keep, plan.base), text, len);
-            free(text);
-            if (!ok) {
+            if (!(ok = ptx_written(ar, &plan, ptx, ptx_new))) {
                 buf_printf(&msg, "cannot read or write the PTX in %s", dir);
                 break;
             }
             for (int i = 0; i < plan.nsass && ok; i++) {
-                Step *x = step_new(ar, STEP_SASS, i);
-                int n = 0;
-                x->argv[n++] = (char *)ptxas;
-                x->argv[n++] = arena_printf(ar, "-arch=sm_%d%s", plan.sass[i].num,
-                                            plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "");
-                x->argv[n++] = (char *)"-m64";
-                if (fmad_ptxas) {
-                    x->argv[n++] = (char *)fmad_ptxas;
-                    x->argv[n++] = (char *)"false";
-                }
-                x->argv[n++] = (char *)ptx;
-                x->argv[n++] = (char *)"-o";
-                x->argv[n++] = (char *)cubin[i];
-                x->argv[n] = NULL;
+                Step *x = step_sass(ar, ptxas, cfg, &plan.sass[i], i, ptx, cubin[i]);
                 ok = nnkc_runs_add(runs, x->argv, &x->t);
             }
             if (!plan.nsass)
@@ -443,56 +501,19 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
             break; /* the object is written */
         }
         if (ok && s->kind != STEP_FATBIN && s->kind != STEP_CC && left_sass == 0 && !fat_done) {
-            /* as nvcc -fatbin does; the options recorded for the driver's
-             * JIT of the PTX (--fmad false there too) */
-            Step *f = step_new(ar, STEP_FATBIN, 0);
-            int n = 0;
-            f->argv[n++] = (char *)fatbinary;
-            f->argv[n++] = arena_printf(ar, "--create=%s", fatbin);
-            f->argv[n++] = (char *)"-64";
-            if (!cfg->fmad)
-                f->argv[n++] = (char *)"--cmdline= --fmad false ";
-            f->argv[n++] = arena_printf(ar, "--cicc-cmdline=-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=%d ", cfg->fmad);
-            for (int i = 0; i < plan.nsass; i++)
-                f->argv[n++] = arena_printf(ar, "--image3=kind=elf,sm=%d%s,file=%s", plan.sass[i].num,
-                                            plan.sass[i].variant == 'a' ? "a" : plan.sass[i].variant == 'f' ? "f" : "",
-                                            cubin[i]);
-            if (ptx_new)
-                f->argv[n++] = arena_printf(ar, "--image3=kind=ptx,sm=%d,file=%s", plan.ptx, ptx_new);
-            f->argv[n] = NULL;
+            Step *f = step_fatbin(ar, fatbinary, cfg, &plan, cubin, ptx_new, fatbin);
             ok = nnkc_runs_add(runs, f->argv, &f->t);
             left_sass = -1; /* added */
         }
         if (ok && cc_done && fat_done) {
             /* the assembly with the fatbin appended, assembled into the object */
             cc_done = false;
-            unsigned char *text = NULL, *bin = NULL;
-            size_t len = 0, size = 0;
-            ok = read_all(asm_file, &text, &len) && read_all(fatbin, &bin, &size);
-            free(bin);
-            if (!ok) {
-                free(text);
+            if (!(ok = asm_with_fatbin(asm_file, fatbin, &as_in))) {
                 buf_printf(&msg, "cannot read %s or %s", asm_file, fatbin);
                 break;
             }
-            buf_free(&csrc); /* now the assembler's input */
-            buf_put(&csrc, (const char *)text, len);
-            free(text);
-            /* 64-byte aligned (the driver wants 8), then a NUL as the C
-             * string literal of earlier objects had; the size is the
-             * fatbin's, an absolute symbol the C reads as an address */
-            buf_printf(&csrc, "\n\t.section .nv_fatbin,\"a\"\n\t.balign 64\n\t.type nnk_fatbin_, STT_OBJECT\n"
-                              "\t.size nnk_fatbin_, %zu\nnnk_fatbin_:\n\t.incbin \"%s\"\n\t.byte 0\n"
-                              "\t.set nnk_fatbin_size_, %zu\n",
-                       size + 1, fatbin, size); /* no quote in dir (above) */
-            Step *as = step_new(ar, STEP_ASM, 0);
-            int n = push_words(as->argv, 0, cfg->cc, cfg->ncc_tool);
             const char *tail[] = {"-c", "-x", "assembler", "-", "-o", cfg->output};
-            for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
-                as->argv[n++] = (char *)tail[i];
-            as->argv[n] = NULL;
-            as->t.in = csrc.data;
-            as->t.inlen = csrc.len;
+            Step *as = step_stdin(ar, STEP_ASM, cfg, cfg->ncc_tool, tail, sizeof tail / sizeof *tail, &as_in);
             ok = nnkc_runs_add(runs, as->argv, &as->t);
         }
     }
@@ -502,6 +523,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
     }
     nnkc_runs_free(runs); /* kills what still runs after a failure */
     buf_free(&csrc);
+    buf_free(&as_in);
     for (int i = 0; i < nfiles; i++)
         unlink(files[i]);
     rmdir(dir);
