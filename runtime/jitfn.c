@@ -16,7 +16,44 @@ struct nnk_jit_fn {
     nnk_kernel *k;
 };
 
-/* A default given as text: an integer when it reads as one, else a float. */
+/* Python's text of a complex number: "2j", "1.5-2j", "(1+2j)" (each part
+ * as strtod reads it: inf and nan too). */
+static bool parse_complex(const char *text, double c[2])
+{
+    char buf[128];
+    size_t n = strlen(text);
+    if (n >= 2 && text[0] == '(' && text[n - 1] == ')') {
+        if (n - 2 >= sizeof buf)
+            return false;
+        memcpy(buf, text + 1, n - 2);
+        buf[n - 2] = 0;
+        text = buf;
+        n -= 2;
+    }
+    if (n < 2 || (text[n - 1] != 'j' && text[n - 1] != 'J'))
+        return false;
+    const char *last = text + n - 1;
+    char *end;
+    errno = 0;
+    double a = strtod(text, &end);
+    if (end == text || errno == ERANGE)
+        return false;
+    if (end == last) { /* "2j" */
+        c[0] = 0, c[1] = a;
+        return true;
+    }
+    if (*end != '+' && *end != '-')
+        return false;
+    const char *im = end;
+    double b = strtod(im, &end);
+    if (end == im || end != last || errno == ERANGE)
+        return false;
+    c[0] = a, c[1] = b;
+    return true;
+}
+
+/* A default given as text: an integer when it reads as one, a complex
+ * number in Python's form, else a float. */
 static nnk_status parse_value(const char *key, const char *text, rt_value *v)
 {
     char *end;
@@ -28,6 +65,11 @@ static nnk_status parse_value(const char *key, const char *text, rt_value *v)
     }
     if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {
         *v = (rt_value){RT_I64, {.i = text[0] == 't'}};
+        return NNK_OK;
+    }
+    double c[2];
+    if (parse_complex(text, c)) {
+        *v = (rt_value){RT_C128, {.c = {c[0], c[1]}}};
         return NNK_OK;
     }
     errno = 0;

@@ -554,6 +554,14 @@ static int kw_value(PyObject *v, PyObject **out)
             return -1;
         *out = PyUnicode_FromString(s);
         PyMem_Free(s);
+    } else if (PyComplex_Check(v)) {
+        /* "RE+IMj", each part round-tripping (jitfn.c reads it back) */
+        Py_complex z = PyComplex_AsCComplex(v);
+        char *re = PyOS_double_to_string(z.real, 'r', 0, 0, NULL);
+        char *im = PyOS_double_to_string(z.imag, 'r', 0, Py_DTSF_SIGN, NULL);
+        *out = re && im ? PyUnicode_FromFormat("%s%sj", re, im) : NULL;
+        PyMem_Free(re);
+        PyMem_Free(im);
     } else if (PyUnicode_Check(v)) {
         *out = v;
         Py_INCREF(v);

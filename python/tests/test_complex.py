@@ -183,6 +183,26 @@ def test_complex_scalar_args(dtype, alpha, beta):
     check(mod.rot(a, np.complex64(2 - 1j)), a * np.dtype(dtype).type(2 - 1j), np.dtype(dtype))
 
 
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("alpha", [1 + 2j, -0.5j, complex(-0.0, 3.25), "(1+2j)", "2.5-1e-3J"])
+def test_complex_defaults_at_creation(dtype, alpha):
+    # jiterator's keyword defaults of a complex T: a Python complex (written
+    # as RE+IMj for the options text) or that text itself
+    rng = np.random.default_rng(11)
+    a, b = buffer(dtype, 257, rng), buffer(dtype, 257, rng)
+    fn = nnk.jiterator._create_jit_fn(TYPED, alpha=alpha, beta=2 - 1j)
+    want = complex(alpha.replace("J", "j")) if isinstance(alpha, str) else alpha
+    t = np.dtype(dtype).type
+    check(fn(a, b), ref_fn(a, b, t(want), t(2 - 1j)), np.dtype(dtype))
+    check(fn(a, b, beta=3), ref_fn(a, b, t(want), t(3)), np.dtype(dtype))
+
+
+def test_complex_default_text_refused():
+    for bad in ("1+j", "1+-2j", "(1+2j", "j", "1+2"):
+        with pytest.raises(nnk.Error):
+            nnk.jiterator._create_jit_fn(TYPED, alpha=bad)
+
+
 def test_products_and_quotients_bit_exact_through_the_jit():
     """The JIT compiles for the host (-march=native): there gcc 12 fused a
     complex product's lanes into one vfmaddsub (one rounding where numpy
