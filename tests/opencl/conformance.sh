@@ -25,13 +25,21 @@
 # POCL_CACHE_DIR under the build tree keeps PoCL's kernels between runs of
 # make check (opencl.sh's too); nnk's disk cache is a fresh directory.
 # Exit 77 without a device or without numpy, unless NNK_OPENCL_REQUIRED=1
-# (CI sets it).
+# (CI sets it).  Exit 77 in a sanitizer build too (as pip-install.sh's):
+# Python, numpy and PoCL's kernels are not instrumented there, the plain
+# stage runs this suite, and tests/opencl/opencl.sh runs the extension
+# under the sanitizers.
 set -eu
 : "${top_srcdir:=$(dirname "$0")/../..}" "${top_builddir:=.}"
 top_srcdir=$(cd "$top_srcdir" && pwd)
 top_builddir=$(cd "$top_builddir" && pwd)
 export top_srcdir top_builddir
 PY=${PYTHON_NUMPY:-/usr/bin/python3}
+case "${SAN_FLAGS:-}" in
+*sanitize=*)
+    echo "SKIP: sanitizer build: the suite runs in the plain build (Python, numpy and PoCL are not instrumented)"
+    exit 77 ;;
+esac
 req=${NNK_OPENCL_REQUIRED:-0}
 if ! "$PY" -c 'import numpy' >/dev/null 2>&1; then
     echo "SKIP: no python3 with numpy"
