@@ -36,26 +36,33 @@ elementwise slow(x: f32[]) -> (y: f32[]) {
 }""")
     x = np.ones(4_000_000, np.float32)
     slow(x[:10])                                # compiled before timing
-    state = {"in": False, "done": False}
 
-    def run():
-        state["in"] = True
-        state["t0"] = time.perf_counter()
-        slow(x)
-        state["t1"] = time.perf_counter()
-        state["done"] = True
+    def longest_gap():
+        state = {"in": False, "done": False}
 
-    t = threading.Thread(target=run)
-    t.start()
-    while not state["in"]:
-        pass
-    ticks = []
-    while not state["done"]:
-        ticks.append(time.perf_counter())
-    t.join()
+        def run():
+            state["in"] = True
+            state["t0"] = time.perf_counter()
+            slow(x)
+            state["t1"] = time.perf_counter()
+            state["done"] = True
+
+        t = threading.Thread(target=run)
+        t.start()
+        while not state["in"]:
+            pass
+        ticks = []
+        while not state["done"]:
+            ticks.append(time.perf_counter())
+        t.join()
+        t0, t1 = state["t0"], state["t1"]
+        inside = [t0] + [v for v in ticks if t0 < v < t1] + [t1]
+        return max(b - a for a, b in zip(inside, inside[1:])), t1 - t0
+
     # Holding the GIL, the call would leave this thread one gap as long as
-    # the call (a count of ticks could come from before the call begins).
-    t0, t1 = state["t0"], state["t1"]
-    inside = [t0] + [v for v in ticks if t0 < v < t1] + [t1]
-    gap = max(b - a for a, b in zip(inside, inside[1:]))
-    assert gap < 0.5 * (t1 - t0), (gap, t1 - t0)
+    # the call every time (a count of ticks could come from before the call
+    # begins).  Released, a gap is a scheduler slice at most: on a loaded
+    # 2-core machine the spinning thread may lose one as long as half the
+    # call, so the best of three tries is judged.
+    tries = [longest_gap() for _ in range(3)]
+    assert any(gap < 0.5 * call for gap, call in tries), tries
