@@ -359,6 +359,8 @@ static void syntax_error(ParseState *ps, int major, Token tok)
         int len = tok.range.len < 40 ? (int)tok.range.len : 40;
         snprintf(lexeme, sizeof lexeme, "'%.*s'", len, ps->src->text + tok.range.off);
         what = lexeme;
+    } else if (strncmp(what, "a ", 2) == 0 || strncmp(what, "an ", 3) == 0) {
+        what = strchr(what, ' ') + 1; /* "unexpected string", not "unexpected a string" */
     }
     if (b.len)
         diag_error(ps->c, tok.range, "unexpected %s; expected %s", what, b.data);
