@@ -831,6 +831,20 @@ typedef struct Phase {
     EmitElem e;        /* the element function: the arguments (and the cached value) */
 } Phase;
 
+/* The step of a lane (row order) or of a column leaf's position: their
+ * elements come in index order, so argmax/argmin take the prelude's
+ * nnk_argmax_next_T, which leaves out the tie terms and vectorizes. */
+static void lane_step(const IrReducer *r, const char *comb, const char *acc, const char *v, const char *idxv,
+                      const char *idx, Buf *out)
+{
+    if (!is_arg(r)) {
+        emit_red_step(r, comb, acc, v, idxv, idx, out);
+        return;
+    }
+    buf_printf(out, "nnk_%s_next_%s(&%s, &%s, %s, %s);\n", r->kind == R_ARGMAX ? "argmax" : "argmin",
+               type_suffix(r->acc_type), acc, idxv, v, idx);
+}
+
 /* The phase's reducers: list `reds`, init and final, the element updates. */
 static void phase_reducers(const EmitOperands *g, TDict *P, Phase *f, int *lane_bytes)
 {
@@ -883,10 +897,10 @@ static void phase_reducers(const EmitOperands *g, TDict *P, Phase *f, int *lane_
                 emit_red_tuple(k, ri, tcomb, "a%d[c]", "a%d[c]", NULL, cols, &f->cupd);
             }
         } else {
-            emit_red_step(r, comb_name(g, ri), lane_name(g, "a%d_[j]", ri), vc.data, lane_name(g, "x%d_[j]", ri),
-                          "rb + i", &f->upd);
-            emit_red_step(r, comb_name(g, ri), lane_name(g, "a%d[c]", ri), vccol.data, lane_name(g, "x%d[c]", ri), "r",
-                          &f->cupd);
+            lane_step(r, comb_name(g, ri), lane_name(g, "a%d_[j]", ri), vc.data, lane_name(g, "x%d_[j]", ri), "rb + i",
+                      &f->upd);
+            lane_step(r, comb_name(g, ri), lane_name(g, "a%d[c]", ri), vccol.data, lane_name(g, "x%d[c]", ri), "r",
+                      &f->cupd);
         }
         Buf *tmp[] = {&v, &vc, &vcol, &vccol};
         for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)

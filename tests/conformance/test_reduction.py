@@ -287,6 +287,36 @@ def test_nan_and_inf():
         C.check(R().r_argmin_f32(x) == min(pos, (pos + 500) % 1000), "argmin: the first of two NaNs")
 
 
+def test_arg_extremes_generated():
+    """argmax/argmin over values drawn from the extremes (NaN, +-inf, the
+    lowest and highest, ties), in rows long enough for several lanes and
+    leaves and in columns, against numpy (first index wins; a NaN wins):
+    the lanes and column leaves step with nnk_argmax_next_T, which assumes
+    the elements come in index order and that no index is taken yet
+    before the first (a row of only the lowest value must give 0)."""
+    for kname, fn, types in (("r_argmax", np.argmax, ("f32", "f64", "i32", "u8")),
+                             ("r_argmin", np.argmin, ("f32", "f64", "i16"))):
+        for t in types:
+            k = getattr(R(), "%s_%s" % (kname, t))
+            if t[0] == "f":
+                pal = np.array([np.nan, -np.inf, np.inf, 0, 1, -1], dtype=C.NP[t])
+            else:
+                info = np.iinfo(C.NP[t])
+                pal = np.array([info.min, info.max, 0, 1], dtype=C.NP[t])
+            for shape in ((5, 1100), (1100, 5), (3, 2500)):
+                for p_ in (0.001, 0.05, 0.5):
+                    # mostly the worst value for the reducer, a few others
+                    worst = pal[1] if t[0] == "f" and kname == "r_argmax" else (
+                        pal[2] if t[0] == "f" else (pal[0] if kname == "r_argmax" else pal[1]))
+                    x = np.where(rng.uniform(size=shape) < p_, rng.choice(pal, shape), worst).astype(C.NP[t])
+                    x[0] = worst  # one row, one column of the worst value only
+                    x[:, 0] = worst
+                    for ax in (0, 1):
+                        for lname, view in layouts(x):
+                            C.equal(k(view, axes=ax), fn(x, axis=ax),
+                                    "%s_%s extremes shape %s axis %d p %g %s" % (kname, t, shape, ax, p_, lname))
+
+
 def test_empty_and_length_one():
     # len = 0: the identity
     z = np.zeros((3, 0), dtype=np.float32)
