@@ -115,6 +115,15 @@ nnk_scalar rt_scalar_from_i64(nnk_dtype t, int64_t x)
     return s;
 }
 
+nnk_scalar rt_scalar_from_u64(nnk_dtype t, uint64_t x)
+{
+    nnk_scalar s;
+    memset(&s, 0, sizeof s); /* all 16 bytes: {0} sets only the first member */
+    Value v = value_cast(value_int(T_U64, (int64_t)x), (Type)t); /* the bits, read as u64 */
+    store((char *)&s, t, v);
+    return s;
+}
+
 /* (store() writes a complex value as its two parts: the c64 / c128 member) */
 nnk_scalar rt_scalar_from_c128(nnk_dtype t, double re, double im)
 {

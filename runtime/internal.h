@@ -216,6 +216,7 @@ void rt_copy_strided(int32_t ndim, const int64_t *shape, void *dst, nnk_dtype dt
 /* Converts a double or int64 value to a scalar of dtype t. */
 nnk_scalar rt_scalar_from_f64(nnk_dtype t, double v);
 nnk_scalar rt_scalar_from_i64(nnk_dtype t, int64_t v);
+nnk_scalar rt_scalar_from_u64(nnk_dtype t, uint64_t v);
 nnk_scalar rt_scalar_from_c128(nnk_dtype t, double re, double im); /* a real t takes the real part */
 
 /* ---- jit_cpu.c, cache.c ------------------------------------------------------------ */
@@ -279,10 +280,11 @@ typedef struct rt_param {
 
 /* A scalar value given by the caller or as a jit function's default. */
 typedef struct rt_value {
-    enum { RT_NONE, RT_F64, RT_I64, RT_C128 } kind;
+    enum { RT_NONE, RT_F64, RT_I64, RT_U64, RT_C128 } kind;
     union {
         double f;
         int64_t i;
+        uint64_t u; /* RT_U64: an integer above INT64_MAX keeps its value (a u64 mask, a seed) */
         double c[2]; /* real and imaginary parts */
     } v;
 } rt_value;

@@ -52,8 +52,10 @@ static bool parse_complex(const char *text, double c[2])
     return true;
 }
 
-/* A default given as text: an integer when it reads as one, a complex
- * number in Python's form, else a float. */
+/* A default given as text: an integer when it reads as one (of the int64
+ * or, above it, the uint64 range: an integer outside both is an error, not
+ * a float that loses its low digits), a complex number in Python's form,
+ * else a float. */
 static nnk_status parse_value(const char *key, const char *text, rt_value *v)
 {
     char *end;
@@ -62,6 +64,17 @@ static nnk_status parse_value(const char *key, const char *text, rt_value *v)
     if (!errno && !*end) {
         *v = (rt_value){RT_I64, {.i = i}};
         return NNK_OK;
+    }
+    if (errno == ERANGE && !*end && end != text) {
+        const char *t = text + (*text == '+');
+        errno = 0;
+        unsigned long long u = *t != '-' ? strtoull(t, &end, 0) : 0;
+        if (*t != '-' && !errno && !*end) {
+            *v = (rt_value){RT_U64, {.u = u}};
+            return NNK_OK;
+        }
+        return rt_error(NNK_EINVAL, "jit function options: the integer '%s' for '%s' is outside the int64 and uint64 ranges",
+                        text, key);
     }
     if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {
         *v = (rt_value){RT_I64, {.i = text[0] == 't'}};

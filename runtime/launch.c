@@ -136,6 +136,17 @@ nnk_status nnk_args_named_i64(nnk_args *a, const char *name, int64_t v)
                 : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
 }
 
+nnk_status nnk_args_u64(nnk_args *a, uint64_t v)
+{
+    return push(a, NULL, NULL, (rt_value){RT_U64, {.u = v}}, false, __func__);
+}
+
+nnk_status nnk_args_named_u64(nnk_args *a, const char *name, uint64_t v)
+{
+    return name ? push(a, name, NULL, (rt_value){RT_U64, {.u = v}}, false, __func__)
+                : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+}
+
 nnk_status nnk_args_c128(nnk_args *a, double re, double im)
 {
     return push(a, NULL, NULL, (rt_value){RT_C128, {.c = {re, im}}}, false, __func__);
@@ -863,6 +874,7 @@ static nnk_status launch(call *c, nnk_args *a)
                             k->name, pd->name, nnk_dtype_name(t));
         plan.scalars[j++] = v->kind == RT_F64 ? rt_scalar_from_f64(t, v->v.f)
                             : v->kind == RT_I64 ? rt_scalar_from_i64(t, v->v.i)
+                            : v->kind == RT_U64 ? rt_scalar_from_u64(t, v->v.u)
                             : v->kind == RT_C128 ? rt_scalar_from_c128(t, v->v.c[0], v->v.c[1])
                                                 : pd->dflt;
     }

@@ -1656,8 +1656,17 @@ static int add_scalar(nnk_args *A, const char *name, PyObject *o)
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (v == -1 && PyErr_Occurred())
             return -1;
+        if (overflow > 0) { /* above INT64_MAX: a u64 value (np.uint64(2**64 - 1), a mask) */
+            unsigned long long u = PyLong_AsUnsignedLongLong(o);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                fail(NNK_EINVAL, "integer %R is outside the int64 and uint64 ranges", o);
+                return -1;
+            }
+            return check(name ? nnk_args_named_u64(A, name, u) : nnk_args_u64(A, u)) < 0 ? -1 : 1;
+        }
         if (overflow) {
-            fail(NNK_EINVAL, "integer %R is out of the int64 range", o);
+            fail(NNK_EINVAL, "integer %R is outside the int64 and uint64 ranges", o);
             return -1;
         }
         return check(name ? nnk_args_named_i64(A, name, v) : nnk_args_i64(A, v)) < 0 ? -1 : 1;

@@ -97,6 +97,44 @@ def test_jit_fn_defaults_from_creator():
         nnk.jiterator._create_jit_fn("elementwise k(x: f32[]) -> (y: f32[]) { y = x; }", nosuch=1.0)
 
 
+INT_SCALAR_TYPES = ("i8", "i32", "i64", "u8", "u32", "u64", "f64")
+INT_SCALAR_KERNEL = "elementwise ints(x: f32[], %s) -> (%s) { %s }" % (
+    ", ".join("p%s: %s = 0" % (t, t) for t in INT_SCALAR_TYPES),
+    ", ".join("o%s: %s[]" % (t, t) for t in INT_SCALAR_TYPES),
+    " ".join("o%s = p%s;" % (t, t) for t in INT_SCALAR_TYPES))
+
+
+def _c_conversion(value, t):
+    """value as C converts an integer of the int64/uint64 ranges to t."""
+    if t == "f64":
+        return float(value)
+    bits = int(t[1:])
+    v = value % (1 << bits)
+    return v - (1 << bits) if t[0] == "i" and v >= 1 << (bits - 1) else v
+
+
+@pytest.mark.parametrize("mode", ["create", "call"])
+def test_integer_scalars_of_the_uint64_range(mode):
+    """Every integer of the int64 and uint64 ranges is a scalar argument (a u64
+    mask 2**64 - 1 at a call was refused as outside the int64 range, and at
+    _create_jit_fn became a float), converted to each parameter's type as C
+    converts it; one outside both ranges is an ArgumentError either way."""
+    x = np.zeros(1, np.float32)
+    plain = nnk.jiterator._create_jit_fn(INT_SCALAR_KERNEL)
+    for value in (0, -1, 5, 2 ** 31, -2 ** 31 - 1, 2 ** 63 - 1, -2 ** 63, 2 ** 63, 2 ** 63 + 1, 2 ** 64 - 1,
+                  np.uint64(2 ** 64 - 1), np.uint64(2 ** 63 + 7)):
+        kw = {"p" + t: value for t in INT_SCALAR_TYPES}
+        outs = nnk.jiterator._create_jit_fn(INT_SCALAR_KERNEL, **kw)(x) if mode == "create" else plain(x, **kw)
+        for t, o in zip(INT_SCALAR_TYPES, outs):
+            assert o.tolist() == [_c_conversion(int(value), t)], (t, value, o)
+    for value in (2 ** 64, -2 ** 63 - 1, 2 ** 100):
+        with pytest.raises(nnk.ArgumentError, match="int64 and uint64 ranges"):
+            if mode == "create":
+                nnk.jiterator._create_jit_fn(INT_SCALAR_KERNEL, pu64=value)
+            else:
+                plain(x, pu64=value)
+
+
 def test_jit_fn_storage_dtypes(add):
     x = np.arange(8, dtype=np.float16)
     z = add(x, x, alpha=2.0)

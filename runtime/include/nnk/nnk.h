@@ -333,6 +333,10 @@ nnk_status nnk_args_f64(nnk_args *a, double v);
 nnk_status nnk_args_named_f64(nnk_args *a, const char *name, double v);
 nnk_status nnk_args_i64(nnk_args *a, int64_t v);
 nnk_status nnk_args_named_i64(nnk_args *a, const char *name, int64_t v);
+/* An integer of the uint64 range (above INT64_MAX too), converted to the
+ * parameter's type as C converts a uint64_t. */
+nnk_status nnk_args_u64(nnk_args *a, uint64_t v);
+nnk_status nnk_args_named_u64(nnk_args *a, const char *name, uint64_t v);
 /* A complex scalar, for a c64 or c128 parameter (a real or integer one
  * refuses it at the launch: NNK_EDTYPE); real ones convert to complex. */
 nnk_status nnk_args_c128(nnk_args *a, double re, double im);
