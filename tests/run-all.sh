@@ -4,6 +4,9 @@
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer, with a
 #      slice of the emulated CUDA suites (NNK_EMU_SLICE: the emulation and
 #      the kernels it runs are not sanitized; stage 1 runs all of them);
+#   2b. ThreadSanitizer (configure --enable-tsan) over the opencl
+#      extension's concurrency: `make check-tsan` builds the extension and
+#      tests/opencl/test_opencl only, and runs tests/opencl/tsan.sh;
 #   3. the release: `make dist`, the tarball built without re2c and lemon
 #      (out of its tree), installed, and `make installcheck` (three projects
 #      built against the installed tree: Autotools, CMake, plain make with
@@ -74,6 +77,10 @@ for w in tests/cuda/work tests/conformance/work; do
     done
 done
 check build-san "NNK_EMU_SLICE=${NNK_EMU_SLICE:-4}" --enable-sanitizers
+
+step "ThreadSanitizer: the opencl extension's concurrency (make check-tsan)"
+mkdir -p build-tsan
+(cd build-tsan && ../configure -q --enable-werror --enable-tsan && make -s -j"$jobs" check-tsan)
 
 step "release: the tarball without re2c and lemon, make install, make installcheck"
 rm -rf build-release

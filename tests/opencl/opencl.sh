@@ -10,7 +10,10 @@
 #  - reductions with NNK_OPENCL_FORCE=1, 2, 3: every reduction case of
 #    main in each layout;
 #  - nofp64: f64 on a device without cl_khr_fp64 (hidden);
-#  - oom: a device of 1 MiB (NNK_OPENCL_MEM_LIMIT).
+#  - oom: a device of 1 MiB (NNK_OPENCL_MEM_LIMIT);
+#  - threads: the program cache, launches, the allocator and a module's
+#    instances from four threads at once (tsan.sh runs it under
+#    ThreadSanitizer; here plainly, and under ASan in the sanitizer build).
 # PoCL compiles each kernel with LLVM the first time; POCL_CACHE_DIR under
 # the build tree keeps its own cache between runs of make check.
 # Exit 77 without a device unless NNK_OPENCL_REQUIRED=1 (CI sets it).
@@ -41,3 +44,4 @@ NNK_OPENCL_LIBRARY="$tmp/libOpenCL-none.so.1" "$t" none
 OCL_ICD_VENDORS="$tmp/vendors" OPENCL_VENDOR_PATH="$tmp/vendors" "$t" none
 NNK_OPENCL_HIDE_EXTENSIONS=cl_khr_fp64 "$t" nofp64
 NNK_OPENCL_MEM_LIMIT=1048576 "$t" oom
+"$t" threads

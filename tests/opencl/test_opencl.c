@@ -15,7 +15,14 @@
  *   none     NNK_OPENCL_LIBRARY names no library: 0 devices and the reason;
  *   oom      NNK_OPENCL_MEM_LIMIT: the runtime flushes its cache and
  *            retries once, then NNK_ENOMEM;
- *   reductions  the reductions of main alone (run under NNK_OPENCL_FORCE).
+ *   reductions  the reductions of main alone (run under NNK_OPENCL_FORCE);
+ *   threads  the shared state of the extension and of the runtime's device
+ *            side from several threads at once (tests/opencl/tsan.sh runs
+ *            it under ThreadSanitizer): the program cache (one source
+ *            built by every thread at once, one source per thread, the
+ *            cache cleared meanwhile), launches of one program, the
+ *            caching allocator, a module's instances at their first
+ *            launch, the status line and the memory statistics.
  * Exit 77 (skip) without an OpenCL device unless NNK_OPENCL_REQUIRED=1. */
 #include "internal.h"
 
@@ -24,7 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, checks;
+/* atomic: the threads of mode threads check too */
+static _Atomic int failures, checks;
 
 #define CHECK(cond, ...)                                                                                 \
     do {                                                                                                 \
@@ -185,6 +193,123 @@ static void *thread_main(void *p)
 }
 
 /* ---- modes ---------------------------------------------------------------------------- */
+
+static int have_devices(void);
+
+enum { NTHREADS = 4, NROUNDS = 3 };
+
+typedef struct race_arg {
+    nnk_context *ctx;
+    nnk_module *m;
+    int id;
+} race_arg;
+
+/* A module kernel on device arrays: z = a * x + y, exactly, at dtype f32
+ * or f64 (a first launch instantiates, and builds, the instance). */
+static void run_axpb(race_arg *a, const char *dtype_name, int f64)
+{
+    nnk_kernel *k = NULL;
+    CHECK(nnk_module_kernel(a->m, "axpb", &k) == NNK_OK, "thread %d: kernel: %s", a->id, nnk_last_error());
+    enum { N = 777 };
+    double hx[N], hy[N], back[N];
+    for (int i = 0; i < N; i++)
+        hx[i] = (double)(i % 31) - 7.5, hy[i] = (double)a->id + 0.25 * (i % 5);
+    int64_t n = N;
+    nnk_dtype t = f64 ? NNK_F64 : NNK_F32;
+    float fx[N], fy[N], fb[N];
+    for (int i = 0; i < N; i++)
+        fx[i] = (float)hx[i], fy[i] = (float)hy[i];
+    nnk_array *x = NULL, *y = NULL, *z = NULL;
+    nnk_args *args = NULL;
+    CHECK(nnk_array_from_host(a->ctx, t, 1, &n, f64 ? (void *)hx : (void *)fx, &x) == NNK_OK, "thread %d: x", a->id);
+    CHECK(nnk_array_from_host(a->ctx, t, 1, &n, f64 ? (void *)hy : (void *)fy, &y) == NNK_OK, "thread %d: y", a->id);
+    CHECK(nnk_args_new(&args) == NNK_OK, "args");
+    if (k && x && y && args) {
+        nnk_args_array(args, x);
+        nnk_args_array(args, y);
+        nnk_args_named_f64(args, "a", 3.0);
+        nnk_status s = nnk_launch(k, args);
+        CHECK(s == NNK_OK, "thread %d: axpb<%s>: %s", a->id, dtype_name, nnk_last_error());
+        if (!s && nnk_args_output(args, 0, &z) == NNK_OK) {
+            int bad = 0;
+            if (f64) {
+                CHECK(nnk_array_to_host(z, t, back, sizeof back) == NNK_OK, "to host");
+                for (int i = 0; i < N; i++)
+                    bad += back[i] != 3.0 * hx[i] + hy[i];
+            } else {
+                CHECK(nnk_array_to_host(z, t, fb, sizeof fb) == NNK_OK, "to host");
+                for (int i = 0; i < N; i++)
+                    bad += fb[i] != 3.0f * fx[i] + fy[i];
+            }
+            CHECK(bad == 0, "thread %d: axpb<%s>: %d wrong", a->id, dtype_name, bad);
+        }
+    }
+    nnk_args_free(args);
+    nnk_array_free(x);
+    nnk_array_free(y);
+    nnk_array_free(z);
+}
+
+static void *race_main(void *p)
+{
+    race_arg *a = p;
+    char what[64], *own = malloc(strlen(triad_src) + 64);
+    if (own) /* a program of this thread's own: another key, built beside the others */
+        sprintf(own, "%s/* thread %d */\n", triad_src, a->id);
+    for (int r = 0; r < NROUNDS; r++) {
+        nnk_ext_kernel k, ko;
+        snprintf(what, sizeof what, "thread %d round %d", a->id, r);
+        /* the same source from every thread: built once or a few times,
+         * one program kept */
+        nnk_status s = compile(triad_src, &triad_iface, &k);
+        CHECK(s == NNK_OK, "%s: compile: %s", what, nnk_last_error());
+        if (!s) {
+            run_triad(&k, a->ctx, 500 + 97 * a->id + r, 1 + (a->id + r) % 3, 0.5f + (float)a->id, what);
+            ext->ext.ops->kernel_free(ext->ext.state, &k);
+        }
+        if (own && r == 0) {
+            s = compile(own, &triad_iface, &ko);
+            CHECK(s == NNK_OK, "%s: compile its own: %s", what, nnk_last_error());
+            if (!s) {
+                run_triad(&ko, a->ctx, 64 + a->id, 2, -1.0f, what);
+                ext->ext.ops->kernel_free(ext->ext.state, &ko);
+            }
+        }
+        run_axpb(a, (a->id + r) % 2 ? "f64" : "f32", (a->id + r) % 2);
+        CHECK(strstr(nnk_extension_status(ext), "programs: ") != NULL, "%s: status", what);
+        nnk_memory_stats ms;
+        CHECK(nnk_extension_memory_stats(ext, 0, &ms) == NNK_OK, "%s: memory stats", what);
+        if (a->id == 0) /* the allocator's cache and the unused programs, while the others run */
+            CHECK(nnk_extension_clear_memory_cache(ext, NULL) == NNK_OK, "%s: clear_memory_cache", what);
+    }
+    free(own);
+    return NULL;
+}
+
+static int mode_threads(void)
+{
+    have_devices();
+    nnk_context *ctx = NULL;
+    nnk_module *m = NULL;
+    CHECK(nnk_get_extension_context("opencl", "device_id=0", &ctx) == NNK_OK, "context: %s", nnk_last_error());
+    static const char src[] = "elementwise axpb<T: float>(x: T[], y: T[], a: T = 2) -> (z: T[]) { z = a * x + y; }\n";
+    CHECK(ctx && nnk_module_compile(ctx, src, "name=axpb.nnk", &m) == NNK_OK, "module: %s", nnk_last_error());
+    if (ctx && m) {
+        pthread_t th[NTHREADS];
+        race_arg ra[NTHREADS];
+        int started = 0;
+        for (int i = 0; i < NTHREADS; i++) {
+            ra[i] = (race_arg){ctx, m, i};
+            started += pthread_create(&th[i], NULL, race_main, &ra[i]) == 0;
+        }
+        CHECK(started == NTHREADS, "%d threads started", started);
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+    }
+    nnk_module_free(m);
+    nnk_context_free(ctx);
+    return finish();
+}
 
 static int mode_none(void)
 {
@@ -753,6 +878,8 @@ int main(int argc, char **argv)
         return mode_oom();
     if (!strcmp(mode, "nofp64"))
         return mode_nofp64();
+    if (!strcmp(mode, "threads"))
+        return mode_threads();
     int32_t n = have_devices();
     if (!strcmp(mode, "reductions")) { /* under NNK_OPENCL_FORCE: the layouts */
         nnk_context *rctx = NULL;

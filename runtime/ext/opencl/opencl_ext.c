@@ -118,7 +118,6 @@ typedef struct ocl_state {
     int ndevices;
     ocl_device *devs;
     char status[512];
-    char status_buf[4096];
     size_t mem_limit;            /* NNK_OPENCL_MEM_LIMIT: a smaller device, for tests */
     int force;                   /* NNK_OPENCL_FORCE: the reduction layout, as NNK_CUDA_FORCE */
     char options[512];           /* NNK_OPENCL_OPTIONS: extra build options */
@@ -482,11 +481,16 @@ static bool binaries_cached(const ocl_state *S, const ocl_device *d)
     return S->binary_cache >= 0 ? S->binary_cache == 1 : !d->own_cache;
 }
 
+/* The line is written into a buffer of the calling thread: threads may
+ * ask at once (tests/opencl/tsan.sh); it stays valid in that thread until
+ * its next call. */
+static _Thread_local char status_buf[4096];
+
 static const char *status(void *state)
 {
     ocl_state *S = state;
-    size_t n = 0, cap = sizeof S->status_buf;
-    char *b = S->status_buf;
+    size_t n = 0, cap = sizeof status_buf;
+    char *b = status_buf;
     if (S->ndevices == 0) {
         fmt(b, cap, "%s", S->status);
         return b;
@@ -710,14 +714,15 @@ static nnk_status mem_alloc(void *state, int32_t device, size_t bytes, void **pt
     ocl_device *d = &S->devs[device];
     const size_t limit = S->mem_limit ? S->mem_limit : (size_t)d->global_mem;
     pthread_mutex_lock(&d->lock);
-    bool full = bytes > limit - (d->used < limit ? d->used : limit) || (d->max_alloc && bytes > d->max_alloc);
+    const size_t used = d->used; /* for the message: other threads change it */
+    bool full = bytes > limit - (used < limit ? used : limit) || (d->max_alloc && bytes > d->max_alloc);
     if (!full)
         d->used += bytes;
     pthread_mutex_unlock(&d->lock);
     if (full)
         return S->host->set_error(NNK_ENOMEM, EXT ": out of device memory allocating %zu bytes on device %d (%s): "
                                   "%zu of %zu bytes in use, at most %llu in one buffer",
-                                  bytes, device, d->name, d->used, limit, (unsigned long long)d->max_alloc);
+                                  bytes, device, d->name, used, limit, (unsigned long long)d->max_alloc);
     cl_int r = CL_SUCCESS;
     cl_mem m = S->cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &r);
     if (r != CL_SUCCESS || !m) {
