@@ -63,16 +63,31 @@ static void range_task(void *arg, int64_t t)
 /* An input read across its rows (x.T: its innermost plan dimension has a
  * stride, the one before it is contiguous) gets a new cache line for every
  * element of a row, and a row of 4096 is 4096 lines: by the next row they
- * are gone.  Tiles of TILE_ROWS x TILE_COLS elements, run row by row
- * (desc->run on each row of a tile), use each line of that input for
- * TILE_ROWS rows (16 floats: the whole line).  Every element is computed
- * by the same code as in the flat order, so the bits are the same; only
- * the order of the elements changes, which launch.c allows: an input an
- * output overlaps was copied first, unless it is that output element for
- * element.  (4096 x 4096 f32 x.T * 2 + 1: 600 -> 360 ms under load 18;
- * still 8x the contiguous case: the tile's lines of x are 16 KiB apart,
- * one L1 set, so a copy of the tile into a contiguous buffer is what
- * remains to do.) */
+ * are gone.  So the output is computed in tiles of TILE_ROWS x TILE_COLS
+ * elements, and each such input's part of a tile is first copied into a
+ * contiguous buffer, TILE_COLS elements a row: the copy reads each line of
+ * the input once and whole (TILE_ROWS f32 are one 64-byte line), where
+ * running the tile's rows straight from the input read the tile's
+ * TILE_COLS lines once per row, and lines 16 KiB apart share one L1 set
+ * and a few L2 sets, so they were gone by the next row.  The kernel then
+ * runs on a copy of the plan whose operand is the buffer (strides
+ * TILE_COLS and 1, 0 for the outer dimensions; its data pointer set back
+ * by the tile's origin), row by row (desc->run on each row of the tile):
+ * the contiguous loop.  Every element is computed by the same code as in
+ * the flat order with the same flat index (the plan's shape and the index
+ * strides are unchanged), so the bits are the same; only the order of the
+ * elements changes, which launch.c allows: an input an output overlaps was
+ * copied first, unless it is that output element for element.  Without
+ * the memory for the buffers a task runs its tiles from the input. */
+enum { MAX_TILE_COPIES = 4 };   /* transposed inputs copied per tile; more run from memory */
+
+static bool transposed_input(const nnk_kernel_desc *desc, const nnk_plan *p, int32_t i, int32_t op)
+{
+    int32_t last = p->ndim - 1;
+    return !(desc->params[i].flags & NNK_PARAM_OUTPUT) && p->strides[op][last - 1] == 1 &&
+           p->strides[op][last] != 1 && p->strides[op][last] != 0;
+}
+
 static bool tiled_layout(const nnk_kernel_desc *desc, const nnk_plan *p)
 {
     int32_t last = p->ndim - 1;
@@ -81,8 +96,7 @@ static bool tiled_layout(const nnk_kernel_desc *desc, const nnk_plan *p)
     for (int32_t i = 0, op = 0; i < desc->nparams; i++) {
         if (!(desc->params[i].flags & NNK_PARAM_TENSOR))
             continue;
-        if (!(desc->params[i].flags & NNK_PARAM_OUTPUT) && p->strides[op][last - 1] == 1 &&
-            p->strides[op][last] != 1 && p->strides[op][last] != 0)
+        if (transposed_input(desc, p, i, op))
             return true;
         op++;
     }
@@ -95,31 +109,118 @@ typedef struct tile_job {
     int64_t rows, cols;       /* of each 2-D slice: the two innermost dimensions */
     int64_t trows, tcols;     /* tiles per slice, down and across */
     int64_t ntiles, per_task; /* tiles in all, and per task */
+    int32_t ncopy;            /* transposed inputs copied into buffers */
+    int32_t copy_op[MAX_TILE_COPIES];
+    int64_t copy_size[MAX_TILE_COPIES]; /* their element sizes */
 } tile_job;
+
+/* Element offset of slice `slice`'s first element in operand op (the
+ * dimensions before the last two, as a mixed-radix number). */
+static int64_t slice_offset(const nnk_plan *p, int32_t op, int64_t slice)
+{
+    int64_t off = 0;
+    for (int32_t d = p->ndim - 3; d >= 0 && slice > 0; d--) {
+        off += slice % p->shape[d] * p->strides[op][d];
+        slice /= p->shape[d];
+    }
+    return off;
+}
+
+/* Copies rows r0..r1 x columns c0..c1 of operand op's slice into buf, a
+ * row TILE_COLS elements: column c of the input is contiguous down its
+ * rows, so the inner loop reads along the input's lines. */
+static void copy_tile(const nnk_plan *p, int32_t op, int64_t esize, int64_t slice, int64_t r0, int64_t r1,
+                      int64_t c0, int64_t c1, char *buf)
+{
+    int32_t last = p->ndim - 1;
+    const int64_t cs = p->strides[op][last];
+    const char *src = p->data[op] + (slice_offset(p, op, slice) + r0 + c0 * cs) * esize;
+    const int64_t nr = r1 - r0, nc = c1 - c0;
+    switch (esize) {
+#define COPY_(T)                                                                                     \
+    for (int64_t c = 0; c < nc; c++) {                                                             \
+        const T *s = (const T *)src + c * cs;                                                      \
+        T *d = (T *)buf + c;                                                                       \
+        for (int64_t r = 0; r < nr; r++)                                                           \
+            d[r * TILE_COLS] = s[r];                                                               \
+    }                                                                                              \
+    break;
+    case 1: COPY_(uint8_t)
+    case 2: COPY_(uint16_t)
+    case 4: COPY_(uint32_t)
+    case 8: COPY_(uint64_t)
+    default:
+        for (int64_t c = 0; c < nc; c++)
+            for (int64_t r = 0; r < nr; r++)
+                memcpy(buf + (r * TILE_COLS + c) * esize, src + (c * cs + r) * esize, (size_t)esize);
+#undef COPY_
+    }
+}
 
 static void tile_task(void *arg, int64_t t)
 {
     tile_job *j = arg;
+    const nnk_plan *p = j->plan;
+    int32_t last = p->ndim - 1;
+    /* the plan the tiles run on: the copied operands read their buffers */
+    nnk_plan *sub = NULL;
+    char *bufs = NULL;
+    int64_t bytes = 0, at[MAX_TILE_COPIES];
+    for (int32_t k = 0; k < j->ncopy; k++) {
+        at[k] = bytes;
+        bytes += TILE_ROWS * TILE_COLS * j->copy_size[k];
+    }
+    if (j->ncopy > 0 && (sub = malloc(sizeof *sub)) != NULL && (bufs = malloc((size_t)bytes)) == NULL) {
+        free(sub);
+        sub = NULL;
+    }
+    if (sub) {
+        *sub = *p;
+        for (int32_t k = 0; k < j->ncopy; k++) {
+            for (int32_t d = 0; d < last - 1; d++)
+                sub->strides[j->copy_op[k]][d] = 0;
+            sub->strides[j->copy_op[k]][last - 1] = TILE_COLS;
+            sub->strides[j->copy_op[k]][last] = 1;
+        }
+    }
     int64_t end = (t + 1) * j->per_task < j->ntiles ? (t + 1) * j->per_task : j->ntiles;
     for (int64_t k = t * j->per_task; k < end; k++) {
         int64_t slice = k / (j->trows * j->tcols), in = k % (j->trows * j->tcols);
         int64_t r0 = in / j->tcols * TILE_ROWS, c0 = in % j->tcols * TILE_COLS;
         int64_t r1 = r0 + TILE_ROWS < j->rows ? r0 + TILE_ROWS : j->rows;
         int64_t c1 = c0 + TILE_COLS < j->cols ? c0 + TILE_COLS : j->cols;
+        if (sub)
+            for (int32_t q = 0; q < j->ncopy; q++) {
+                int32_t op = j->copy_op[q];
+                copy_tile(p, op, j->copy_size[q], slice, r0, r1, c0, c1, bufs + at[q]);
+                /* element (r, c) of any slice at buf[(r - r0) * TILE_COLS + (c - c0)] */
+                sub->data[op] = (char *)((uintptr_t)(bufs + at[q]) - (uintptr_t)((r0 * TILE_COLS + c0) * j->copy_size[q]));
+            }
         for (int64_t r = r0; r < r1; r++) {
             int64_t b = (slice * j->rows + r) * j->cols;
-            j->desc->run(j->plan, b + c0, b + c1);
+            j->desc->run(sub ? sub : p, b + c0, b + c1);
         }
     }
+    free(bufs);
+    free(sub);
 }
 
 static void run_tiled(const nnk_kernel_desc *desc, const nnk_plan *p)
 {
-    tile_job j = {desc, p, p->shape[p->ndim - 2], p->shape[p->ndim - 1], 0, 0, 0, 0};
+    tile_job j = {desc, p, p->shape[p->ndim - 2], p->shape[p->ndim - 1], 0, 0, 0, 0, 0, {0}, {0}};
     j.trows = (j.rows + TILE_ROWS - 1) / TILE_ROWS;
     j.tcols = (j.cols + TILE_COLS - 1) / TILE_COLS;
     j.ntiles = p->nkept / (j.rows * j.cols) * j.trows * j.tcols;
     j.per_task = CHUNK / (TILE_ROWS * TILE_COLS);
+    for (int32_t i = 0, op = 0; i < desc->nparams && j.ncopy < MAX_TILE_COPIES; i++) {
+        if (!(desc->params[i].flags & NNK_PARAM_TENSOR))
+            continue;
+        if (transposed_input(desc, p, i, op)) {
+            j.copy_op[j.ncopy] = op;
+            j.copy_size[j.ncopy++] = (int64_t)nnk_dtype_size((nnk_dtype)desc->params[i].dtype);
+        }
+        op++;
+    }
     rt_pool_run((j.ntiles + j.per_task - 1) / j.per_task, tile_task, &j);
 }
 

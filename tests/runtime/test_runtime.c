@@ -1293,6 +1293,82 @@ static void test_transposed_tiles(void)
     free(z);
 }
 
+/* The tiles copy each transposed input into a buffer (exec.c): the copy of
+ * every element size (i8, u16, f64, c128), two such inputs at once, one
+ * with a negative stride, and idx, which must stay the element's flat
+ * index; 1 and 2 threads, against the flat formula. */
+static void test_transposed_tile_copies(void)
+{
+    enum { S = 2, R = 37, C = 300 };
+    const int64_t n = (int64_t)S * R * C;
+    double *x = malloc(sizeof(double) * n), *z = malloc(sizeof(double) * n), *q = malloc(2 * sizeof(double) * n);
+    int8_t *w = malloc((size_t)n);
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (double)(i % 1009) * 0.25 - 50, w[i] = (int8_t)(i % 251 - 125), h[i] = (uint16_t)(i * 7 % 65521);
+        q[2 * i] = (double)(i % 97), q[2 * i + 1] = -(double)(i % 89);
+    }
+    /* x: [S, C, R] in memory (transposed); w: the same, its columns in
+     * reverse (a negative stride); h: [S, R, C] contiguous; q: c128, transposed */
+    int64_t shape[] = {S, R, C}, tst[] = {(int64_t)R * C, 1, R}, nst[] = {(int64_t)R * C, 1, -R};
+    for (int threads = 1; threads <= 2; threads++) {
+        setenv("NNK_NUM_THREADS", threads == 1 ? "1" : "2", 1);
+        nnk_shutdown();
+        nnk_module *m;
+        OK(nnk_module_compile(NULL,
+                              "elementwise g(x: f64[], w: i8[], h: u16[], q: c128[]) -> (z: f64[]) {\n"
+                              "    z = x * 2 + f64(w) - f64(h) + real(q) * 3 + imag(q) + f64(idx % 5);\n}\n",
+                              NULL, &m));
+        nnk_kernel *k;
+        OK(nnk_module_kernel(m, "g", &k));
+        nnk_array *ax, *aw, *ah, *aq, *az;
+        OK(nnk_array_wrap(NNK_F64, 3, shape, tst, x, &ax));
+        OK(nnk_array_wrap(NNK_I8, 3, shape, nst, w + (C - 1) * R, &aw));
+        OK(nnk_array_wrap(NNK_U16, 3, shape, NULL, h, &ah));
+        OK(nnk_array_wrap(NNK_C128, 3, shape, tst, q, &aq));
+        memset(z, 0xff, sizeof(double) * n);
+        OK(nnk_array_wrap(NNK_F64, 3, shape, NULL, z, &az));
+        nnk_args *a;
+        OK(nnk_args_new(&a));
+        OK(nnk_args_array(a, ax));
+        OK(nnk_args_array(a, aw));
+        OK(nnk_args_array(a, ah));
+        OK(nnk_args_array(a, aq));
+        OK(nnk_args_out(a, az));
+        OK(nnk_launch(k, a));
+        int bad = 0;
+        for (int64_t s = 0; s < S; s++)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t i = (s * R + r) * C + c, t = (s * C + c) * R + r, tw = (s * C + (C - 1 - c)) * R + r;
+                    volatile double v = x[t] * 2;
+                    v = v + (double)w[tw];
+                    v = v - (double)h[i];
+                    volatile double re = q[2 * t] * 3;
+                    v = v + re;
+                    v = v + q[2 * t + 1];
+                    v = v + (double)(i % 5);
+                    double want = v;
+                    bad += memcmp(&z[i], &want, sizeof want) != 0;
+                }
+        CU_ASSERT_EQUAL(bad, 0);
+        nnk_args_free(a);
+        nnk_array_free(ax);
+        nnk_array_free(aw);
+        nnk_array_free(ah);
+        nnk_array_free(aq);
+        nnk_array_free(az);
+        nnk_module_free(m);
+    }
+    unsetenv("NNK_NUM_THREADS");
+    nnk_shutdown();
+    free(x);
+    free(z);
+    free(q);
+    free(w);
+    free(h);
+}
+
 static void test_jit_fn(void)
 {
     nnk_jit_fn *fn;
@@ -1724,6 +1800,7 @@ static const CunitTest tests_runtime[] = {
     {"lazy_generic", test_lazy_generic},
     {"inplace", test_inplace},
     {"transposed_tiles", test_transposed_tiles},
+    {"transposed_tile_copies", test_transposed_tile_copies},
     {NULL},
 };
 
