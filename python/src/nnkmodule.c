@@ -685,6 +685,7 @@ static PyObject *extension_context(ExtensionObject *o, PyObject *args, PyObject 
 static int device_arg(PyObject *v, int32_t *out)
 {
     long d;
+    int overflow = 0;
     if (PyUnicode_Check(v)) {
         PyObject *i = PyLong_FromUnicodeObject(v, 10);
         if (!i) {
@@ -692,18 +693,19 @@ static int device_arg(PyObject *v, int32_t *out)
             fail(NNK_EINVAL, "device %R is not an integer", v);
             return -1;
         }
-        d = PyLong_AsLong(i);
+        d = PyLong_AsLongAndOverflow(i, &overflow);
         Py_DECREF(i);
     } else {
-        d = PyLong_AsLong(v);
+        d = PyLong_AsLongAndOverflow(v, &overflow);
     }
     if (d == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         fail(NNK_EINVAL, "device %R is not an integer", v);
         return -1;
     }
-    if (d < 0 || d > INT32_MAX) {
-        fail(NNK_EINVAL, "device %ld out of range", d);
+    /* an integer too large for a long is out of range too, not "not an integer" */
+    if (overflow || d < 0 || d > INT32_MAX) {
+        fail(NNK_EINVAL, "device %R out of range", v);
         return -1;
     }
     *out = (int32_t)d;
@@ -1774,7 +1776,14 @@ static int set_axes(nnk_args *A, PyObject *v)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PySequence_Fast_GET_ITEM(seq, i);
-        long a = PyIndex_Check(x) && !PyBool_Check(x) ? PyLong_AsLong(x) : (PyErr_SetString(PyExc_TypeError, ""), -1);
+        int overflow = 0;
+        long a = PyIndex_Check(x) && !PyBool_Check(x) ? PyLong_AsLongAndOverflow(x, &overflow)
+                                                      : (PyErr_SetString(PyExc_TypeError, ""), -1);
+        if (overflow) { /* an integer, too large: out of range as axis 17 is */
+            Py_DECREF(seq);
+            fail(NNK_ESHAPE, "axis %R is out of range", x);
+            return -1;
+        }
         if (a == -1 && PyErr_Occurred()) {
             PyErr_Clear();
             Py_DECREF(seq);

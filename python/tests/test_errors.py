@@ -228,3 +228,21 @@ def test_generated_arguments_never_crash(add, two, norms):
     new = nnk._nnk.jit_stats()["compiles"] + nnk._nnk.jit_stats()["disk_hits"] - compiles
     assert new <= 8, "%d instances compiled: keep the pool's valid arrays float32" % new
     assert outcomes["ok"] > 20 and outcomes["error"] > 1000, outcomes
+
+
+@pytest.mark.parametrize("big", [2 ** 31, 2 ** 63, 2 ** 64, 2 ** 70, -2 ** 64])
+def test_huge_integers_are_out_of_range(norms, big):
+    """An axis or a device beyond what a C long holds is out of range, like
+    axis 17 or device 5 (it was called 'not an integer'); an axis out of
+    range is a ShapeError as numpy's AxisError is a ValueError."""
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(nnk.ShapeError, match="out of range"):
+        norms.l2norm(x, axis=big)
+    with pytest.raises(nnk.ShapeError, match="out of range"):
+        norms.l2norm(x, axis=(0, big))
+    ext = nnk.ext_utils.import_extension_module("cpu")
+    for dev in (big, str(big)):
+        with pytest.raises(nnk.ArgumentError, match="out of range"):
+            ext.device_synchronize(dev)
+        with pytest.raises(nnk.ArgumentError, match="out of range"):
+            ext.memory_stats(dev)
