@@ -1700,6 +1700,11 @@ typedef struct {
     Py_buffer views[MAX_ARRAY_ARGS];
     int n;
     int numpy;
+    /* the objects given for inout parameters, by parameter index: their
+     * outputs (after the declared ones, in parameter order) come back as
+     * these objects, as out= arrays do */
+    int ninout;
+    struct { int32_t param; PyObject *o; } inout[NNK_MAX_TENSORS];
 } CallArrays;
 
 static int add_arg(nnk_args *A, const nnk_kernel *k, const char *name, Py_ssize_t pos, PyObject *o, CallArrays *ca)
@@ -1729,6 +1734,14 @@ static int add_arg(nnk_args *A, const nnk_kernel *k, const char *name, Py_ssize_
     }
     ca->n++;
     ca->numpy |= im->numpy;
+    if (inout && ca->ninout < NNK_MAX_TENSORS) { /* kept in parameter order (borrowed: the call holds it) */
+        int32_t p = name ? nnk_kernel_param_index(k, name) : (int32_t)pos;
+        int j = ca->ninout++;
+        for (; j > 0 && ca->inout[j - 1].param > p; j--)
+            ca->inout[j] = ca->inout[j - 1];
+        ca->inout[j].param = p;
+        ca->inout[j].o = o;
+    }
     return check(name ? nnk_args_named_array(A, name, im->a) : nnk_args_array(A, im->a));
 }
 
@@ -1852,6 +1865,7 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
     ca = &ca_local;
     ca->n = 0;
     ca->numpy = 0;
+    ca->ninout = 0;
     PyObject *result = NULL, *out = NULL, *ctx_hold = NULL;
     Py_ssize_t ngiven = 0;
     for (Py_ssize_t i = 0; i < nargs; i++)
@@ -1912,6 +1926,11 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
     for (int32_t i = 0; i < nout && i < NNK_MAX_TENSORS; i++, got++) {
         if (i < ngiven) {
             res[i] = PyTuple_Check(out) || PyList_Check(out) ? PySequence_Fast_GET_ITEM(out, i) : out;
+            Py_INCREF(res[i]);
+            continue;
+        }
+        if (i >= nout - ca->ninout) { /* an inout parameter's output: its array, the caller's object */
+            res[i] = ca->inout[i - (nout - ca->ninout)].o;
             Py_INCREF(res[i]);
             continue;
         }

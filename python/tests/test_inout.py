@@ -22,7 +22,7 @@ def test_inout_updates_the_array(mod):
     y = np.ones(10, dtype=np.float32)
     r = mod.axpy(2.0, x, y)
     assert np.array_equal(y, 1 + 2 * np.arange(10, dtype=np.float32))
-    assert np.shares_memory(r, y)          # the inout output is y itself
+    assert r is y                          # the inout output is y itself
     yi = np.arange(10, dtype=np.int64)
     mod.axpy(3, np.ones(10, np.int64), yi)
     assert np.array_equal(yi, np.arange(10) + 3)
@@ -32,7 +32,7 @@ def test_inout_named_and_with_outputs(mod):
     y = np.full(5, 4, dtype=np.float32)
     old, y2 = mod.bump(x=np.ones(5, np.float32), y=y)
     assert np.array_equal(old, np.full(5, 4)) and np.array_equal(y, np.full(5, 5))
-    assert np.shares_memory(y2, y)
+    assert y2 is y
     # a preallocated declared output is still an out=
     o = np.zeros(5, np.float32)
     mod.bump(y, np.ones(5, np.float32), out=o)
@@ -114,3 +114,28 @@ def test_inout_in_a_reduction_overlap_copied_first():
     np.testing.assert_allclose(s, t, rtol=1e-6)
     np.testing.assert_allclose(buf[1:], (x0 + a0) / np.float32(s), rtol=1e-6)
     assert buf[0] == a0[0]
+
+
+def test_inout_result_is_the_callers_object(mod):
+    """The output of an inout parameter comes back as the object given for it
+    (as an out= array does: numpy's and CuPy's convention), whatever its
+    kind, positional or named, among declared outputs, in a reduction; it
+    was a new numpy view or nnk.Array over the same memory."""
+    import array
+    red = nnk.compile("reduction norm_(inout x: f32[], eps: f32 = 0) -> (s: f32) { s = sum(x); x = x / (sum(x) + eps); }")
+    two = nnk.compile("elementwise swap(inout a: f32[], inout b: f32[]) -> (c: f32[]) { c = a + b; a = b; b = c; }")
+    kinds = [lambda: np.ones(4, np.float32), lambda: nnk.asarray(np.ones(4, np.float32)),
+             lambda: array.array("f", [1, 1, 1, 1]), lambda: np.ones(8, np.float32)[::2]]
+    for make in kinds:
+        y = make()
+        assert mod.axpy(2.0, np.ones(4, np.float32), y) is y
+        assert mod.axpy(x=np.ones(4, np.float32), y=y, a=2.0) is y
+        assert np.array_equal(np.asarray(y), np.full(4, 5))
+        old, r = mod.bump(y=y, x=np.ones(4, np.float32))
+        assert r is y and type(old) is np.ndarray
+        z = make()
+        s, r = red.norm_(z, axis=0)
+        assert r is z and float(np.asarray(s)) == 4 and np.array_equal(np.asarray(z), np.full(4, 0.25))
+        a, b = make(), make()
+        c, ra, rb = two.swap(b=b, a=a)
+        assert ra is a and rb is b and np.array_equal(np.asarray(b), np.full(4, 2))
