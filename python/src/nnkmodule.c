@@ -1093,6 +1093,49 @@ static PyObject *array_numpy(ArrayObject *o, PyObject *unused)
     return r;
 }
 
+/* float(), int(), bool(), operator.index(), complex(), .item() and
+ * .tolist() as numpy's, on .numpy() (a view of host memory, a copy of device
+ * memory): a size-1 array converts, any other gets numpy's error.  Without
+ * them float() and int() read the buffer protocol's bytes as text (an
+ * ValueError, or a wrong number for uint8 digits) and bool() took len(). */
+static PyObject *array_via_numpy(PyObject *o, PyObject *(*f)(PyObject *))
+{
+    PyObject *np = array_numpy((ArrayObject *)o, NULL);
+    if (!np)
+        return NULL;
+    PyObject *r = f(np);
+    Py_DECREF(np);
+    return r;
+}
+
+static PyObject *array_float(PyObject *o) { return array_via_numpy(o, PyNumber_Float); }
+static PyObject *array_int(PyObject *o) { return array_via_numpy(o, PyNumber_Long); }
+static PyObject *array_index(PyObject *o) { return array_via_numpy(o, PyNumber_Index); }
+
+static int array_bool(PyObject *o)
+{
+    PyObject *np = array_numpy((ArrayObject *)o, NULL);
+    if (!np)
+        return -1;
+    int r = PyObject_IsTrue(np);
+    Py_DECREF(np);
+    return r;
+}
+
+static PyObject *array_numpy_method(PyObject *o, const char *name)
+{
+    PyObject *np = array_numpy((ArrayObject *)o, NULL);
+    if (!np)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(np, name, NULL);
+    Py_DECREF(np);
+    return r;
+}
+
+static PyObject *array_item(PyObject *o, PyObject *unused) { return array_numpy_method(o, "item"); }
+static PyObject *array_tolist(PyObject *o, PyObject *unused) { return array_numpy_method(o, "tolist"); }
+static PyObject *array_complex(PyObject *o, PyObject *unused) { return array_numpy_method(o, "__complex__"); }
+
 static PyObject *array_to(ArrayObject *o, PyObject *args, PyObject *kwds)
 {
     PyObject *ctxo = Py_None, *dto = Py_None;
@@ -1272,6 +1315,9 @@ static PyObject *array_dlpack(ArrayObject *o, PyObject *args, PyObject *kwds)
 static PyMethodDef array_methods[] = {
     {"numpy", (PyCFunction)array_numpy, METH_NOARGS,
      "a numpy array: a view over host memory (kept alive), a copy of device memory"},
+    {"item", (PyCFunction)array_item, METH_NOARGS, "the one element as a Python number (numpy's item())"},
+    {"tolist", (PyCFunction)array_tolist, METH_NOARGS, "nested lists of Python numbers (numpy's tolist())"},
+    {"__complex__", (PyCFunction)array_complex, METH_NOARGS, "complex() of a size-1 array"},
     {"to", (PyCFunction)(void (*)(void))array_to, METH_VARARGS | METH_KEYWORDS,
      "to(ctx=None, dtype=None): a new C-contiguous copy on ctx's device (None: this device) in dtype"},
     {"__dlpack__", (PyCFunction)(void (*)(void))array_dlpack, METH_VARARGS | METH_KEYWORDS,
@@ -1294,12 +1340,16 @@ static PyGetSetDef array_getset[] = {
 };
 
 static PySequenceMethods array_as_sequence = {.sq_length = (lenfunc)array_len};
+static PyNumberMethods array_as_number = {
+    .nb_bool = array_bool, .nb_int = array_int, .nb_float = array_float, .nb_index = array_index,
+};
 
 static PyTypeObject ArrayType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nnk.Array",
     .tp_basicsize = sizeof(ArrayObject),
     .tp_dealloc = (destructor)array_dealloc,
     .tp_repr = (reprfunc)array_repr,
+    .tp_as_number = &array_as_number,
     .tp_as_sequence = &array_as_sequence,
     .tp_as_buffer = &array_as_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,

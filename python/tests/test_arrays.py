@@ -229,3 +229,33 @@ def test_buffer_requests():
     b = Py_buffer()
     assert get(ro, ctypes.byref(b), WRITABLE) == 0
     release(ctypes.byref(b))
+
+
+def test_python_numbers_of_arrays():
+    """float(), int(), bool(), complex(), operator.index(), .item() and
+    .tolist() of an nnk.Array are numpy's (a reduction's result with torch or
+    nnk inputs is an nnk.Array: float(r) is the usual way out).  float() and
+    int() used to read the buffer protocol's bytes as text: a ValueError for
+    most values, and 12 for a uint8 array holding the bytes of '12'."""
+    import operator
+    for dt in ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int64", "uint64", "bool", "complex64"):
+        ref = np.array(3, "float32").astype(dt if dt != "bfloat16" else "float32")
+        a = nnk.asarray(np.array(3, "float32")).to(dtype=dt)
+        assert a.item() == ref.item() and a.tolist() == ref.tolist()
+        assert bool(a) is True and complex(a) == complex(ref)
+        if dt != "complex64":
+            assert float(a) == float(ref) and int(a) == int(ref)
+        if dt.startswith(("int", "uint")):
+            assert operator.index(a) == 3
+    digits = nnk.asarray(np.frombuffer(b"12", np.uint8))
+    with pytest.raises(TypeError):
+        int(digits)              # two elements: numpy's error, not int(b"12")
+    with pytest.raises(ValueError):
+        bool(digits)
+    assert digits.tolist() == [49, 50]
+    assert float(nnk.asarray(np.array([2.5], np.float32))) == 2.5
+    assert bool(nnk.zeros((1,))) is False
+    with pytest.raises(TypeError):
+        operator.index(nnk.asarray(np.array(1.5, np.float32)))
+    m = nnk.compile("reduction total(x: f32[]) -> (s: f32) { s = sum(x); }")
+    assert float(m.total(nnk.asarray(np.arange(4, dtype=np.float32)))) == 6.0
