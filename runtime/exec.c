@@ -18,7 +18,9 @@
 #include <string.h>
 
 enum {
-    CHUNK = 32768,         /* elements per task */
+    CHUNK = 32768,         /* elements per task, at most */
+    MIN_CHUNK = 4096,      /* ... and at least (elementwise) */
+    MIN_TASKS = 8,         /* elementwise tasks per thread, if chunks of MIN_CHUNK allow */
     TILE_ROWS = 16,        /* a transposed input's tiles: TILE_ROWS x TILE_COLS elements */
     TILE_COLS = 256,
     INLINE_WORK = 16384,   /* below this many elements, no threads */
@@ -339,8 +341,15 @@ nnk_status rt_host_run(const nnk_kernel_desc *desc, const nnk_plan *plan)
             run_tiled(desc, plan);
             return NNK_OK;
         }
-        range_job j = {desc, plan, nkept, CHUNK};
-        rt_pool_run((nkept + CHUNK - 1) / CHUNK, range_task, &j);
+        /* at least MIN_TASKS tasks a thread, down to MIN_CHUNK elements:
+         * a worker that wakes late (milliseconds on a loaded machine)
+         * then claims a small task, and the caller, which has taken the
+         * others, waits for that one alone (2^16 elements were 2 tasks:
+         * the caller waited for half the job) */
+        int64_t per = nkept / (MIN_TASKS * rt_pool_threads());
+        per = per < MIN_CHUNK ? MIN_CHUNK : per > CHUNK ? CHUNK : per;
+        range_job j = {desc, plan, nkept, per};
+        rt_pool_run((nkept + per - 1) / per, range_task, &j);
         return NNK_OK;
     }
     /* Enough output positions to keep every thread busy: split them (each

@@ -9,7 +9,9 @@
  *
  * Tasks are claimed one at a time, so uneven tasks balance themselves, and
  * the caller claims like any worker: it never waits for a worker that has
- * not claimed a task.  On a loaded machine a woken worker may be
+ * not claimed a task.  It wakes the workers only when the tasks left would
+ * take it more than WAKE_WORK_NS alone, judged by its own first tasks
+ * (caller_run), so a short job never pays for a wake-up.  On a loaded machine a woken worker may be
  * descheduled for milliseconds before it runs (a busy process on its
  * core); the caller then takes every task itself and returns, as a
  * work-stealing pool does, and waits only for tasks a worker has claimed
@@ -44,6 +46,8 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 #define LATE_MIN_NS 200000
 #define LATE_MAX_JOBS 1024
 #define LATE_RETRY_NS 1000000000
+/* the workers are woken once the tasks left would take the caller this long */
+#define WAKE_WORK_NS 100000
 
 static struct {
     pthread_mutex_t lock;
@@ -84,28 +88,61 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Claims and runs tasks of job `gen` until none is left; a worker that
- * finishes the job's last task wakes the caller.  Returns the tasks it ran. */
-static int64_t claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, bool caller)
+/* A worker's part of job `gen`: claims and runs its tasks until none is
+ * left; the worker that finishes the job's last task wakes the caller. */
+static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks)
 {
-    int64_t ran = 0;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
-            return ran;
+            return;
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
-        if (!caller && rt_pool_test_claimed)
+        if (rt_pool_test_claimed)
             rt_pool_test_claimed();
         fn(arg, base + (int64_t)(c & 0xffffffffu));
-        ran++;
-        if (atomic_fetch_sub(&pool.remaining, 1) == 1 && !caller) {
+        if (atomic_fetch_sub(&pool.remaining, 1) == 1) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
             pthread_mutex_unlock(&pool.lock);
         }
         c = atomic_load(&pool.claim);
     }
+}
+
+/* The caller's part of job `gen`: claims and runs tasks as a worker does,
+ * and wakes the workers only once the tasks left would take it more than
+ * WAKE_WORK_NS alone, judged by its own tasks so far: a job of a few tens
+ * of microseconds is over before a woken worker would run (a futex wake
+ * and a scheduler's latency, milliseconds on a loaded machine), and a
+ * worker that claims a task late only makes the caller wait for it; a
+ * short job so costs nothing but the caller's time, as with one thread.
+ * (A worker not waiting on `work` sees the new generation itself and may
+ * join without being woken.)  Returns the tasks it ran. */
+static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0)
+{
+    int64_t ran = 0;
+    bool woke = false;
+    uint64_t c = atomic_load(&pool.claim);
+    for (;;) {
+        if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
+            break;
+        if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
+            continue; /* c is the current value again */
+        int64_t task = (int64_t)(c & 0xffffffffu);
+        fn(arg, base + task);
+        ran++;
+        atomic_fetch_sub(&pool.remaining, 1);
+        if (!woke) {
+            int64_t left = ntasks - task - 1;
+            if (left > 0 && (now_ns() - t0) / ran * left > WAKE_WORK_NS) {
+                pthread_cond_broadcast(&pool.work);
+                woke = true;
+            }
+        }
+        c = atomic_load(&pool.claim);
+    }
+    return ran;
 }
 
 static void *worker(void *start)
@@ -126,7 +163,7 @@ static void *worker(void *start)
         pthread_mutex_unlock(&pool.lock);
         if (rt_pool_test_stall)
             rt_pool_test_stall();
-        claim_and_run(seen, fn, arg, base, ntasks, false);
+        claim_and_run(seen, fn, arg, base, ntasks);
         pthread_mutex_lock(&pool.lock);
     }
     pthread_mutex_unlock(&pool.lock);
@@ -203,9 +240,8 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     atomic_store(&pool.remaining, ntasks);
     atomic_store(&pool.claim, (uint64_t)gen << 32);
     pthread_mutex_unlock(&pool.lock);
-    pthread_cond_broadcast(&pool.work); /* a worker not yet waiting sees the new generation itself */
     int64_t t0 = now_ns();
-    int64_t mine = claim_and_run(gen, fn, arg, base, ntasks, true);
+    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0);
     /* Only tasks a worker claimed are left, and it is running them: they
      * end within a task's time unless it was descheduled.  Sleeping hands
      * the caller's core away, and on a loaded machine getting it back
