@@ -1,6 +1,8 @@
 /* kw.c - "key=value" strings: context keywords (NNabla's **kw) and
  * compile options.  Pairs are separated by spaces, tabs or commas; keys
- * are [A-Za-z_][A-Za-z0-9_]*; values run to the next separator.  A key
+ * are [A-Za-z_][A-Za-z0-9_]*; values run to the next separator, and a
+ * backslash in a value takes the next character as it is (`\ `, `\,`, `\\`:
+ * a path with a space, such as a file's directory, is a value too).  A key
  * given twice is an error, as a repeated Python keyword argument is. */
 #include "internal.h"
 
@@ -43,9 +45,12 @@ nnk_status rt_kw_parse(const char *text, const char *what, rt_kw *kw)
         if (*p != '=')
             goto bad;
         *p++ = 0;
-        char *value = p;
-        while (*p && !is_sep(*p))
-            p++;
+        char *value = p, *w = p; /* w: where the unescaped value is written */
+        while (*p && !is_sep(*p)) {
+            if (*p == '\\' && p[1])
+                p++;
+            *w++ = *p++;
+        }
         if (p == value) {
             nnk_status s = rt_error(NNK_EINVAL, "%s: key '%s' has no value (expected %s=VALUE)", what, key, key);
             rt_kw_free(kw);
@@ -53,6 +58,7 @@ nnk_status rt_kw_parse(const char *text, const char *what, rt_kw *kw)
         }
         bool end = !*p;
         *p = 0;
+        *w = 0;
         for (int32_t i = 0; i < kw->n; i++) {
             if (strcmp(kw->pairs[i].key, key) == 0) {
                 nnk_status s = rt_error(NNK_EINVAL, "%s: key '%s' given twice", what, key);

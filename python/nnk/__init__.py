@@ -8,6 +8,7 @@ docs/python.md is the manual.
 """
 import contextlib as _contextlib
 import os as _os
+import stat as _stat
 
 from . import _nnk
 from ._nnk import (  # noqa: F401  (the public names)
@@ -81,8 +82,8 @@ def _option_dirs(include_dirs):
 
 
 def _option_name(name):
-    # the name only labels diagnostics; libnnk's option strings have no quoting
-    return None if name is None else "".join("_" if c in " \t\n," else c for c in str(name))
+    # the name only labels diagnostics (the option string escapes its spaces)
+    return None if name is None else str(name)
 
 
 def compile(source, *, name=None, opt_level=None, include_dirs=None, ctx=None):
@@ -101,9 +102,21 @@ def load(path, *, opt_level=None, include_dirs=None, ctx=None):
     """Compiles the .nnk file ``path``; its directory is searched by ``import``
     first, then ``include_dirs``."""
     path = _os.fspath(path)
-    with open(path, encoding="utf-8") as f:
+    # bytes, as nnk.compile takes them (the compiler reports bytes that are not
+    # ASCII where they matter); a regular file, as an import must be (a FIFO
+    # or /dev/zero would block or fill the memory; O_NONBLOCK: opening a FIFO
+    # does not wait for a writer)
+    fd = _os.open(path, _os.O_RDONLY | getattr(_os, "O_NONBLOCK", 0))
+    try:
+        if not _stat.S_ISREG(_os.fstat(fd).st_mode):
+            raise IOFailureError("%s: not a regular file" % _os.fsdecode(path))
+        f = open(fd, "rb")
+    except BaseException:
+        _os.close(fd)
+        raise
+    with f:
         source = f.read()
     dirs = [_os.path.dirname(_os.path.abspath(path))]
     if include_dirs is not None:
         dirs += [include_dirs] if isinstance(include_dirs, (str, bytes, _os.PathLike)) else list(include_dirs)
-    return compile(source, name=path, opt_level=opt_level, include_dirs=dirs, ctx=ctx)
+    return compile(source, name=_os.fsdecode(path), opt_level=opt_level, include_dirs=dirs, ctx=ctx)

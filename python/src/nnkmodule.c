@@ -609,13 +609,29 @@ static char *kw_string(PyObject *dict)
             goto done;
         Py_ssize_t n;
         const char *v = PyUnicode_AsUTF8AndSize(vs, &n);
-        if (!v || n == 0 || (Py_ssize_t)strcspn(v, " \t\n,") != n) {
+        if (!v || n == 0 || memchr(v, 0, (size_t)n)) {
             if (v)
-                fail(NNK_EINVAL, "keyword '%s': the value %R is empty or holds a space, tab, newline or comma", k, vs);
+                fail(NNK_EINVAL, "keyword '%s': the value %R is empty or holds a NUL character", k, vs);
             Py_DECREF(vs);
             goto done;
         }
-        PyObject *pair = PyUnicode_FromFormat("%s=%U", k, vs);
+        /* separators and backslashes escaped with a backslash (runtime/kw.c):
+         * a directory with a space in its name is a value like any other */
+        char *esc = PyMem_Malloc(2 * (size_t)n + 1);
+        if (!esc) {
+            Py_DECREF(vs);
+            PyErr_NoMemory();
+            goto done;
+        }
+        size_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (strchr(" \t\n,\\", v[i]))
+                esc[m++] = '\\';
+            esc[m++] = v[i];
+        }
+        esc[m] = 0;
+        PyObject *pair = PyUnicode_FromFormat("%s=%s", k, esc);
+        PyMem_Free(esc);
         Py_DECREF(vs);
         if (!pair || PyList_Append(parts, pair) < 0) {
             Py_XDECREF(pair);

@@ -234,6 +234,34 @@ def test_load_with_import(tmp_path):
         nnk.load(tmp_path / "absent.nnk")
 
 
+def test_load_hostile_paths_and_files(tmp_path):
+    """nnk.load of a file whose directory has a space or a comma (it was an
+    ArgumentError: libnnk's option strings had no escape), a name kept as it
+    is in diagnostics (spaces were '_'), a file with bytes that are not UTF-8
+    in a comment (a UnicodeDecodeError; the compiler takes bytes), and what
+    is not a regular file refused rather than read (a FIFO blocked, /dev/zero
+    filled the memory)."""
+    for dname in ("my kernels", "a,b", "back\\slash", "tab\tdir"):
+        d = tmp_path / dname
+        d.mkdir()
+        (d / "lib.nnk").write_text("func sq(v) = v * v;\n")
+        (d / "main.nnk").write_bytes(b'import "lib.nnk"; // caf\xe9\nelementwise k(x: f32[]) -> (y: f32[]) { y = sq(x); }\n')
+        (d / "bad.nnk").write_text("elementwise k(x: f32[]) -> (y: f32[]) { y = q; }\n")
+        m = nnk.load(d / "main.nnk")
+        np.testing.assert_array_equal(m.k(np.arange(3, dtype=np.float32)), [0, 1, 4])
+        m2 = nnk.compile('import "lib.nnk";\nelementwise k(x: f32[]) -> (y: f32[]) { y = sq(x) + 1; }\n',
+                         include_dirs=[str(d)], name=str(d / "string, with spaces"))
+        np.testing.assert_array_equal(m2.k(np.arange(3, dtype=np.float32)), [1, 2, 5])
+        with pytest.raises(nnk.CompileError) as e:
+            nnk.load(str(d / "bad.nnk"))
+        assert e.value.diagnostics.startswith(str(d / "bad.nnk") + ":1:45: error: unknown name 'q'")
+    fifo = tmp_path / "fifo.nnk"
+    os.mkfifo(fifo)
+    for p in (fifo, "/dev/zero", tmp_path):
+        with pytest.raises(nnk.IOFailureError, match="not a regular file"):
+            nnk.load(p)
+
+
 def test_kernel_outlives_module(norms):
     m = nnk.compile("reduction s(x: f32[]) -> (r: f32) { r = sum(x); }")
     k = m.s

@@ -87,6 +87,21 @@ static void test_kw(void)
     CU_ASSERT_EQUAL(rt_kw_int(&kw, "n", 0, 10, &v), NNK_EINVAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(nnk_last_error(), "'n'"));
     rt_kw_free(&kw);
+    /* a backslash takes the next character as it is: separators and
+     * backslashes in values (a directory with a space in its name) */
+    static const struct { const char *text, *a, *b; } esc[] = {
+        {"a=/tmp/my\\ dir b=x", "/tmp/my dir", "x"},
+        {"a=1\\,2,b=\\\\", "1,2", "\\"},
+        {"a=\\ \\\t\\\n b=c\\", " \t\n", "c\\"},
+        {"a=\\x\\=y b=\\ ", "x=y", " "},
+    };
+    for (size_t i = 0; i < sizeof esc / sizeof *esc; i++) {
+        CU_ASSERT_EQUAL_FATAL(rt_kw_parse(esc[i].text, "test", &kw), NNK_OK);
+        CU_ASSERT_EQUAL(kw.n, 2);
+        CU_ASSERT_STRING_EQUAL(rt_kw_take(&kw, "a"), esc[i].a);
+        CU_ASSERT_STRING_EQUAL(rt_kw_take(&kw, "b"), esc[i].b);
+        rt_kw_free(&kw);
+    }
 }
 
 static void test_size_classes(void)

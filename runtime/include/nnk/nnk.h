@@ -172,7 +172,8 @@ const char *nnk_extension_status(nnk_extension *ext);
  * a device id and a type configuration ("float" or "half").
  *
  * kw is a string of key=value pairs separated by spaces or commas, e.g.
- * "device_id=0 type_config=half".  Keys every extension knows:
+ * "device_id=0 type_config=half"; in a value a backslash takes the next
+ * character as it is ("include_dirs=/a\\ b").  Keys every extension knows:
  *   device_id    integer in [0, device count)   (default 0)
  *   type_config  float | half                   (default float)
  * Extensions may accept more keys; any other key is an error naming it.
