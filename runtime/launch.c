@@ -188,11 +188,17 @@ nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape)
         return rt_error(NNK_EINVAL, "nnk_args_shape: %s is NULL", !a ? "args" : "shape");
     if (ndim < 0 || ndim > NNK_MAX_DIMS)
         return rt_error(NNK_EINVAL, "nnk_args_shape: %d dimensions (at most %d)", ndim, NNK_MAX_DIMS);
+    /* NNK_ESHAPE, as nnk_array_new's: a bad extent, or a product past
+     * INT64_MAX (not the extent that makes it so: (2^40, 2^40) has none) */
+    for (int32_t d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            return rt_error(NNK_ESHAPE, "nnk_args_shape: negative extent %lld in dimension %d", (long long)shape[d], d);
     int64_t n = 1;
     for (int32_t d = 0; d < ndim; d++) {
-        if (shape[d] < 0 || (shape[d] > 0 && n > INT64_MAX / shape[d]))
-            return rt_error(NNK_EINVAL, "nnk_args_shape: %s extent %lld", shape[d] < 0 ? "a negative" : "too large an",
-                            (long long)shape[d]);
+        if (shape[d] == 0)
+            break;
+        if (n > INT64_MAX / shape[d])
+            return rt_error(NNK_ESHAPE, "nnk_args_shape: the shape has more than INT64_MAX elements");
         n *= shape[d];
     }
     memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);

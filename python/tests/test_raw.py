@@ -51,8 +51,14 @@ def test_explicit_shape(mod):
         mod.take(np.ones(3, np.float32), np.zeros(2, np.int64), shape=(5,))
     with pytest.raises(nnk.ArgumentError, match="pass its outputs .* or its shape"):
         mod.stencil(x)
-    with pytest.raises(nnk.ArgumentError):
-        mod.coords(shape=(-1,))
+    with pytest.raises(nnk.ShapeError, match="negative extent -1 in dimension 1"):
+        mod.coords(shape=(2, -1))
+    # a product past INT64_MAX is a ShapeError (it was "too large an extent"
+    # 2^40, an ArgumentError), and a zero extent makes any other one fit
+    for big in [(2 ** 40, 2 ** 40), (2 ** 62, 4), (3, 2 ** 62), (2 ** 32,) * 3]:
+        with pytest.raises(nnk.ShapeError, match="more than INT64_MAX elements"):
+            mod.coords(shape=big)
+    assert mod.coords(shape=(0, 2 ** 62 + 5)).shape == (0, 2 ** 62 + 5)
     # a parameter named shape takes its argument, as before shape= existed
     sh = nnk.compile("elementwise f(shape: f32[]) -> (y: f32[]) { y = shape * 2; }")
     assert np.array_equal(sh.f(shape=np.ones(3, np.float32)), np.full(3, 2))
