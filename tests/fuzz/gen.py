@@ -28,16 +28,19 @@ them is the program it always was:
   inout         inout y: T[] (elementwise), read before and after it is
                 assigned
   nextafter     nextafter(x, y) and signbit(x)
+and, from a stream of its own again (CxGen):
+  complex       c64/c128 parameters, imaginary literals, complex operations
+                and built-ins, sum/prod/mean of complex values
 """
 import contextlib
 import random
 
-from model import (BINOPS, BUILTINS, EXT_BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
+from model import (BINOPS, BUILTINS, CX_FUNCS, EXT_BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
                    SIGNED, UNSIGNED, Invalid, binop_types, builtin_types, concrete, is_float, is_int, is_weak,
                    promote, reducer_type, unop_type)
 
 LEVEL = {"c": 0, "u": 1, "r": 2, "e": 3}
-AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace", "tuple", "raw", "inout", "nextafter")
+AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace", "tuple", "raw", "inout", "nextafter", "complex")
 EXT = ("tuple", "raw", "inout", "nextafter")
 # per program: the chance of each construct of EXT
 EXT_CHANCE = {"tuple": 0.4, "raw": 0.2, "inout": 0.2, "nextafter": 0.2}
@@ -177,6 +180,8 @@ def expr_text(e, parent=0, right=False):
     k = e[0]
     if k in ("lit", "u64lit"):
         return lit_text(e[1], e[2] if len(e) > 2 else 0)
+    if k == "ilit":                             # an imaginary literal: 2.5j, 1j
+        return (str(e[1]) if isinstance(e[1], int) else lit_text(e[1], e[2])) + "j"
     if k == "bool":
         return "true" if e[1] else "false"
     if k == "name":
@@ -784,6 +789,263 @@ class Gen:
         return p
 
 
+# ---- complex numbers (language.md, "Complex numbers") -------------------------------------
+# A program with complex (its own random stream, decided once per program,
+# so that a seed's program without complex stays as it was) gets, after
+# the rest is made: complex tensor and scalar parameters (c64, c128; a
+# scalar with a complex default now and then), complex lets, and outputs
+# computed by complex expressions: imaginary literals (1j, 2.5j, 0.5 - 2j),
+# c64(re, im), c128(re, im), complex(re, im) of real expressions, c64(z),
+# + - * / and unary - with complex or real operands, == and !=, where, the
+# functions language.md allows (exp log sqrt pow sin cos tan sinh cosh tanh
+# conj), real/imag/abs/arg/isnan/isinf/isfinite, bool(z), !z, conversions
+# to real types (the real part), sum/prod/mean/any/all of complex values;
+# assigned to complex outputs, or to real ones (the real part, implicitly).
+
+CX_TYPES = ("c64", "c128")
+CX_CHANCE = 0.2
+CX_FLOAT_LITS = [0.5, 1.0, 2.0, 1.5, 0.25, 3.0, 0.1, 1e-3, 10.0, 2.5, 1e30, 7.0]
+
+
+class CxGen:
+    """The complex part of a program (Gen's state: the kernel made, its
+    real leaves), drawn from rng."""
+
+    def __init__(self, g, rng):
+        self.g, self.r = g, rng
+        self.nb = g.nb
+        self.tens, self.scal, self.vis = [], [], []
+
+    def chance(self, x):
+        return self.r.random() < x
+
+    def pick(self, xs):
+        return self.r.choice(xs)
+
+    def T(self, t):
+        return (t,) * self.nb
+
+    def real(self, depth, maxlv, in_red):
+        """A real expression of the main generator, drawn from this stream."""
+        g = self.g
+        saved = g.r
+        g.r = self.r
+        try:
+            return g.expr(depth, maxlv, None, in_red)
+        finally:
+            g.r = saved
+
+    def ilit(self):
+        v = self.pick(CX_FLOAT_LITS + [1, 2, 3, 0, 5])
+        e = ("ilit", v, self.r.randrange(2))
+        if self.chance(0.3):
+            e = ("bin", self.pick(["+", "-"]), ("lit", self.pick(CX_FLOAT_LITS + [1, 2]), 0), e)
+        elif self.chance(0.15):
+            e = ("un", "-", e)
+        return Typed(e, self.T("wcomplex"), "c")
+
+    def leaf(self, maxlv):
+        opts = [("lit", 2)]
+        if LEVEL[maxlv] >= LEVEL["u"] and self.scal:
+            opts.append(("scalar", 2))
+        if LEVEL[maxlv] >= LEVEL["e"] and self.tens:
+            opts.append(("tensor", 6))
+        vis = [v for v in self.vis if LEVEL[v[2]] <= LEVEL[maxlv]]
+        if vis:
+            opts.append(("let", 3))
+        tot = sum(w for _, w in opts)
+        x = self.r.random() * tot
+        for k, w in opts:
+            x -= w
+            if x < 0:
+                break
+        if k == "lit":
+            return self.ilit()
+        if k == "scalar":
+            p = self.pick(self.scal)
+            return Typed(("name", "param", p.name), self.T(p.ty), "u")
+        if k == "tensor":
+            p = self.pick(self.tens)
+            return Typed(("name", "param", p.name), self.T(p.ty), "e")
+        name, ts, lv, kind = self.pick(vis)
+        return Typed(("name", kind, name), ts, lv)
+
+    def typed(self, a):
+        """a, converted to a complex type where it is a literal (a function
+        of a literal alone is not said, but for conj and exp)."""
+        if not a.weak:
+            return a
+        t = self.pick(CX_TYPES)
+        return Typed(("cast", t, a.e), self.T(t), a.lv)
+
+    def cexpr(self, depth, maxlv="e", in_red=False):
+        """A complex expression."""
+        g = self.g
+        if depth <= 0 or self.chance(0.2):
+            return self.leaf(maxlv)
+        red_ok = g.kern.kind == "reduction" and not in_red and LEVEL[maxlv] >= LEVEL["r"]
+        x = self.r.random()
+        if red_ok and x < 0.15:
+            a = self.cexpr(depth - 1, "e", True)
+            name = self.pick(["sum", "sum", "prod", "mean"])
+            a = self.typed(a)
+            return Typed(("red", name, a.e), tuple(reducer_type(name, t) for t in a.ts), "r")
+        if x < 0.45:
+            op = self.pick(["+", "-", "*", "/", "*", "+"])
+            a = self.cexpr(depth - 1, maxlv, in_red)
+            if self.chance(0.35):
+                b = self.real(self.r.randrange(0, 2), maxlv, in_red)
+                if "bool" in b.ts and self.chance(0.7):
+                    b = g.cast(b, self.pick(["f32", "f64", "i32"]))
+            else:
+                b = self.cexpr(depth - 1, maxlv, in_red)
+            if self.chance(0.5):
+                a, b = b, a
+            if a.weak and b.weak and op == "/":
+                op = "*"            # (language.md: + - * of literals fold bit for bit)
+            ts = tuple(binop_types(op, u, v)[1] for u, v in zip(a.ts, b.ts))
+            return Typed(("bin", op, a.e, b.e), ts, lmax(a.lv, b.lv))
+        if x < 0.55:
+            a = self.cexpr(depth - 1, maxlv, in_red)
+            return Typed(("un", "-", a.e), a.ts, a.lv)
+        if x < 0.70:
+            name = self.pick(list(CX_FUNCS) + ["conj", "conj", "exp", "sqrt", "pow"])
+            a = self.cexpr(depth - 1, maxlv, in_red)
+            if name not in ("conj", "exp") or self.chance(0.5):
+                a = self.typed(a)
+            args = [a]
+            if name == "pow":
+                w = self.pick(["int", "int", "real", "cx"])
+                if w == "int":
+                    b = Typed(("lit", self.pick([0, 1, 2, 3, 4, 5, 7, 12, 99, 100]), 0), self.T("wint"), "c")
+                    if self.chance(0.3):
+                        b = Typed(("un", "-", b.e), b.ts, "c")
+                elif w == "real":
+                    b = Typed(("lit", self.pick([0.5, 1.5, 2.0, 0.25, 3.0]), 0), self.T("wfloat"), "c")
+                else:
+                    b = self.cexpr(depth - 1, maxlv, in_red)
+                args.append(b)
+            ts = tuple(builtin_types(name, list(u))[1] for u in zip(*[q.ts for q in args]))
+            return Typed(("call", name, [q.e for q in args]), ts, lmax(*[q.lv for q in args]))
+        if x < 0.82:
+            # c64(re, im), c128(re, im), complex(re, im)
+            name = self.pick(["c64", "c128", "complex"])
+            re = self.real(depth - 1, maxlv, in_red)
+            im = self.real(depth - 1, maxlv, in_red) if self.chance(0.8) else \
+                Typed(("lit", self.pick(CX_FLOAT_LITS), 0), self.T("wfloat"), "c")
+            re, im = [q if not ("bool" in q.ts) else g.cast(q, self.pick(["f32", "f16", "f64", "i16"]))
+                      for q in (re, im)]
+            if name == "complex":
+                if re.weak and im.weak:
+                    re = g.cast(re, self.pick(["f32", "f64", "bf16"]))
+            ts = tuple(builtin_types(name, list(u))[1] for u in zip(re.ts, im.ts))
+            return Typed(("call", name, [re.e, im.e]), ts, lmax(re.lv, im.lv))
+        if x < 0.90:
+            # where(c, z, w): a real condition, or z == w
+            c = self.real(self.r.randrange(0, 2), maxlv, in_red) if self.chance(0.6) else self.cpred(depth - 1, maxlv,
+                                                                                                      in_red)
+            a = self.cexpr(depth - 1, maxlv, in_red)
+            b = self.cexpr(depth - 1, maxlv, in_red) if self.chance(0.7) else self.real(0, maxlv, in_red)
+            ts = tuple(promote(u, v) for u, v in zip(a.ts, b.ts))
+            form = "where" if self.chance(0.5) else "?"
+            return Typed(("sel", form, c.e, a.e, b.e), ts, lmax(c.lv, a.lv, b.lv))
+        # c64(z), c128(z) of a complex or real value
+        a = self.cexpr(depth - 1, maxlv, in_red) if self.chance(0.7) else self.real(depth - 1, maxlv, in_red)
+        t = self.pick(CX_TYPES)
+        return Typed(("cast", t, a.e), self.T(t), a.lv)
+
+    def cpred(self, depth, maxlv, in_red):
+        """A bool of complex values: == !=, isnan isinf isfinite, bool(z), !z."""
+        a = self.cexpr(depth, maxlv, in_red)
+        x = self.r.random()
+        if x < 0.4:
+            b = self.cexpr(depth, maxlv, in_red) if self.chance(0.6) else self.real(0, maxlv, in_red)
+            return Typed(("bin", self.pick(["==", "!="]), a.e, b.e), self.T("bool"), lmax(a.lv, b.lv))
+        if x < 0.7:
+            a = self.typed(a)
+            return Typed(("call", self.pick(["isnan", "isinf", "isfinite"]), [a.e]), self.T("bool"), a.lv)
+        if x < 0.85:
+            return Typed(("un", "!", a.e), self.T("bool"), a.lv)
+        return Typed(("cast", "bool", a.e), self.T("bool"), a.lv)
+
+    def rexpr(self, depth, maxlv, in_red=False):
+        """A real value of complex ones: real imag abs arg, a predicate, a
+        conversion (the real part), any/all, or real arithmetic on those."""
+        g = self.g
+        red_ok = g.kern.kind == "reduction" and not in_red and LEVEL[maxlv] >= LEVEL["r"]
+        x = self.r.random()
+        if red_ok and x < 0.15:
+            a = self.cexpr(depth - 1, "e", True)
+            return Typed(("red", self.pick(["any", "all"]), a.e), self.T("bool"), "r")
+        if x < 0.6:
+            a = self.typed(self.cexpr(depth - 1, maxlv, in_red))
+            name = self.pick(["real", "imag", "abs", "arg", "real", "imag"])
+            r = Typed(("call", name, [a.e]), tuple(builtin_types(name, [t])[1] for t in a.ts), a.lv)
+        elif x < 0.75:
+            r = self.cpred(depth - 1, maxlv, in_red)
+        else:
+            a = self.cexpr(depth - 1, maxlv, in_red)
+            t = self.pick(["f32", "f64", "i32", "u8", "i64", "f16", "bf16"])
+            r = Typed(("cast", t, a.e), self.T(t), a.lv)
+        if self.chance(0.3) and "bool" not in r.ts:
+            b = self.real(self.r.randrange(0, 2), maxlv, in_red)
+            op = self.pick(["+", "*", "-"])
+            try:
+                ts = tuple(binop_types(op, u, v)[1] for u, v in zip(r.ts, b.ts))
+                r = Typed(("bin", op, r.e, b.e), ts, lmax(r.lv, b.lv))
+            except Invalid:
+                pass
+        return r
+
+    def make(self):
+        """Adds the complex part to the kernel; Invalid leaves it unchanged."""
+        g, k = self.g, self.g.kern
+        params = list(k.params)
+        for i in range(self.r.randrange(1, 3)):
+            p = Param("c%d" % i, self.pick(CX_TYPES), True)
+            params.insert(self.r.randrange(len(params) + 1), p)
+            self.tens.append(p)
+        if self.chance(0.5):
+            d = None
+            if self.chance(0.6):
+                d = self.ilit().e if self.chance(0.8) else ("lit", self.pick(CX_FLOAT_LITS), 0)
+            p = Param("cs0", self.pick(CX_TYPES), False, d)
+            params.insert(self.r.randrange(len(params) + 1), p)
+            self.scal.append(p)
+        # the real outputs read back and lets are there to be used too
+        body, outs = [], []
+        depth = self.r.randrange(2, 5)
+        for i in range(self.r.randrange(0, 3)):
+            maxlv = "r" if k.kind == "reduction" and self.chance(0.3) else "e"
+            e = self.cexpr(depth, maxlv)
+            ty = self.pick(CX_TYPES) if self.chance(0.3) else None
+            name = "uc%d" % i
+            body.append(Stmt("let", name, e.e, ty))
+            self.vis.append((name, self.T(ty) if ty else e.ts, e.lv, "let"))
+        for i in range(self.r.randrange(1, 3)):
+            red = k.kind == "reduction" and self.chance(0.6)
+            maxlv = "r" if red else "e"
+            if self.chance(0.6):
+                ty = self.pick(CX_TYPES)
+                e = self.cexpr(depth, maxlv)
+            else:
+                # a real output: of real values of complex ones, or (a float
+                # output) a complex value's real part, converted implicitly
+                ty = self.pick(["f32", "f64", "i32", "bool", "f16", "u16"])
+                e = self.rexpr(depth, maxlv) if self.chance(0.8) or not is_float(ty) else self.cexpr(depth, maxlv)
+            if red and e.lv == "e":
+                raise Invalid("level")
+            name = "zc%d" % i
+            outs.append(Out(name, ty, red))
+            body.append(Stmt("out", name, e.e))
+            if ty in CX_TYPES:
+                self.vis.append((name, self.T(ty), "r" if red else "e", "out"))
+        k.params = params
+        first_inout = next((i for i, o in enumerate(k.outs) if o.inout), len(k.outs))
+        k.outs[first_inout:first_inout] = outs
+        k.body += body
+
+
 def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
     """A program from seed (the same seed gives the same program); tlist:
     the types of nnkc -T for the file it goes in."""
@@ -795,6 +1057,15 @@ def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
             # the EXT constructs of this program (decided first, from their own stream)
             g.ext_on = {x for x in EXT if xrng.random() < EXT_CHANCE[x] and x not in avoid}
             p = g.program(kind)
+            if "complex" not in avoid and random.Random(repr(seed) + "complex").random() < CX_CHANCE:
+                # complex values (a stream of their own: see CxGen)
+                crng = random.Random(repr(seed) + "complex-gen")
+                for _ in range(20):
+                    try:
+                        CxGen(g, crng).make()
+                        break
+                    except Invalid:
+                        continue
             # one program in six with consts or funcs has them imported
             # from a file of its own (a stream of its own: the programs of
             # a seed stay as they were)

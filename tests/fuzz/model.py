@@ -18,7 +18,11 @@ SIGNED = ["i8", "i16", "i32", "i64"]
 UNSIGNED = ["u8", "u16", "u32", "u64"]
 FLOATS = ["f16", "bf16", "f32", "f64"]
 SCALARS = ["bool"] + INTS + FLOATS
-WEAK = ("wint", "wfloat")
+WEAK = ("wint", "wfloat", "wcomplex")
+# complex numbers (language.md, "Complex numbers"): pairs of their part
+# type; an imaginary literal (2.5j) is the weak "wcomplex"
+COMPLEX = ["c64", "c128"]
+PART = {"c64": "f32", "c128": "f64", "wcomplex": "wfloat"}
 BITS = {"bool": 8, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
         "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 CLASSES = {"float": FLOATS, "int": SIGNED, "uint": UNSIGNED, "num": INTS + FLOATS, "any": SCALARS}
@@ -30,6 +34,7 @@ def is_int(t): return t in INTS
 def is_float(t): return t in FLOATS
 def is_uns(t): return t in UNSIGNED
 def is_weak(t): return t in WEAK
+def is_complex(t): return t in COMPLEX or t == "wcomplex"
 
 
 class Invalid(Exception):
@@ -41,6 +46,8 @@ class Invalid(Exception):
 def promote(a, b):
     if a == b:
         return a
+    if is_complex(a) or is_complex(b):
+        return promote_complex(a, b)
     if is_weak(a) and is_weak(b):
         return "wfloat"
     if is_weak(b):
@@ -69,11 +76,31 @@ def promote(a, b):
     return {8: "i16", 16: "i32", 32: "i64"}.get(BITS[u], "f64")
 
 
+def promote_complex(a, b):
+    """language.md: the complex type whose part holds both (c64 + f64 is
+    c128); an integer meets a complex type as it meets a float (c64 + i32
+    is c64, a decision: numpy says c128); an imaginary literal takes the
+    complex type of the other operand's precision (c64 for f16, bf16 and
+    f32, c128 for f64, integers and bools), a real literal the complex
+    type it meets."""
+    if is_weak(a) and is_weak(b):
+        return "wcomplex"
+    if is_weak(b):
+        a, b = b, a
+    if is_weak(a):
+        if is_complex(b):
+            return b
+        return "c64" if b in ("f16", "bf16", "f32") else "c128"
+    return "c128" if "c128" in (a, b) or "f64" in (a, b) else "c64"
+
+
 def concrete(t):
-    return {"wint": "i64", "wfloat": "f64"}.get(t, t)
+    return {"wint": "i64", "wfloat": "f64", "wcomplex": "c128"}.get(t, t)
 
 
 def compute_dtype(t):
+    if is_complex(t):
+        return np.complex64 if t == "c64" else np.complex128
     return np.float64 if t in ("f64", "wfloat") else np.float32
 
 
@@ -99,6 +126,8 @@ def binop_types(op, ta, tb):
     if op in ("&&", "||"):
         return "bool", "bool"
     t = promote(ta, tb)
+    if is_complex(t) and op not in ("+", "-", "*", "/", "==", "!="):
+        raise Invalid(op + " complex")          # complex numbers have no order
     if op in ("%", "<<", ">>") and not (is_int(t) or t == "wint"):
         raise Invalid(op)
     if op in ("&", "|", "^") and not (is_int(t) or t in ("wint", "bool")):
@@ -135,12 +164,45 @@ BUILTINS = {
 EXT_BUILTINS = {"nextafter": (2, "float", True), "signbit": (1, "pred", True)}
 
 
+# the functions of complex values (language.md, "Complex numbers"): those
+# giving the complex type, and real/imag/conj/arg/complex (also of reals)
+CX_FUNCS = ("exp", "log", "sqrt", "pow", "sin", "cos", "tan", "sinh", "cosh", "tanh")
+CX_BUILTINS = {"real": (1, "part", True), "imag": (1, "part", True), "conj": (1, "conj", True),
+               "arg": (1, "arg", False), "complex": (2, "complex", True)}
+
+
 def builtin_types(name, tys):
     """(argument type, result type) of a built-in call; where is handled apart."""
-    nargs, rule, _ = BUILTINS[name] if name in BUILTINS else EXT_BUILTINS[name]
+    if name in ("c64", "c128"):                 # c64(re, im)
+        return PART[name], name
+    nargs, rule, _ = BUILTINS.get(name) or EXT_BUILTINS.get(name) or CX_BUILTINS[name]
     t = tys[0]
     for u in tys[1:]:
         t = promote(t, u)
+    if rule == "complex":
+        if is_complex(t) or t == "bool":
+            raise Invalid("complex() of " + t)
+        if is_weak(t):
+            raise Invalid("complex() of literals")  # (typed c128 or a literal: not said)
+        return t, "c64" if t in ("f16", "bf16", "f32") else "c128"
+    if is_complex(t):
+        if is_weak(t) and name not in ("conj", "exp"):
+            raise Invalid(name + " of a complex literal")   # language.md names conj(3j), exp(0.5j)
+        if name in CX_FUNCS or rule == "conj":
+            return t, t
+        if name == "abs" or rule in ("part", "arg"):
+            return t, PART[t]
+        if rule == "pred" and name != "signbit":
+            return t, "bool"
+        raise Invalid(name + " complex")
+    if rule in ("part", "conj"):
+        if t == "bool" or is_weak(t):
+            raise Invalid(name + " " + t)
+        return t, t
+    if rule == "arg":
+        if t == "bool" or is_weak(t):
+            raise Invalid(name + " " + t)
+        return t, t if is_float(t) else "f64"
     if rule == "float":
         if t == "wint":
             t = "wfloat"
@@ -161,6 +223,8 @@ REDUCERS = ["sum", "prod", "mean", "max", "min", "any", "all", "argmax", "argmin
 
 def reducer_type(name, t):
     t = concrete(t)
+    if t in COMPLEX and name in ("sum", "prod", "mean"):
+        return t                                # no wider accumulator
     if name in ("sum", "prod"):
         return t if is_float(t) else ("u64" if is_uns(t) else "i64")
     if name == "mean":
@@ -299,6 +363,16 @@ def convert(v, frm, to, explicit=False):
         return round_half(v, to) if explicit and to in ("f16", "bf16") else v
     if to == "bool":
         return to_bool(v, frm)
+    if is_complex(to):
+        if is_complex(frm):
+            # c64 <-> c128: each part converted (rounded to nearest)
+            v = np.asarray(v)
+            return mk_complex(np.asarray(v.real), np.asarray(v.imag), to)
+        # a real value: imaginary part 0
+        return mk_complex(convert(v, frm, PART[to], explicit), 0.0, to)
+    if is_complex(frm):
+        # to a real type: the real part (numpy's astype)
+        return convert(np.asarray(np.asarray(v).real), PART[frm], to, explicit)
     if frm in WEAK:
         if to == "wfloat":
             return int_to_float(v, "f64") if frm == "wint" else v
@@ -324,6 +398,20 @@ def convert(v, frm, to, explicit=False):
         return np.asarray(v, dtype=np.float32)
     with np.errstate(over="ignore"):
         return np.asarray(v, dtype=compute_dtype(to))
+
+
+def mk_complex(re, im, t):
+    """The complex value of type t (c64, c128; wcomplex computes in c128)
+    whose parts are re and im, each converted to the part type."""
+    dt = compute_dtype("c128" if t == "wcomplex" else t)
+    with np.errstate(all="ignore"):
+        re = np.asarray(re).astype(dt(0).real.dtype)
+        im = np.asarray(im).astype(dt(0).real.dtype)
+        re, im = np.broadcast_arrays(re, im)
+        r = np.empty(re.shape, dtype=dt)
+        r.real = re
+        r.imag = im
+    return r
 
 
 def storage_round(v, t):

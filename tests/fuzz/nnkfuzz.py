@@ -102,6 +102,14 @@ def float_values(t, size, rng):
 def make_array(t, shape, rng):
     """(storage array for the call, value for the oracle)."""
     size = int(np.prod(shape)) if shape else 1
+    if M.is_complex(t):
+        # parts drawn as the part type's values, now and then one of them 0
+        pt = M.PART[t]
+        re, im = np.array(float_values(pt, size, rng)), np.array(float_values(pt, size, rng))
+        re = np.where(rng.random(size) < 0.15, 0.0, re)
+        im = np.where(rng.random(size) < 0.15, 0.0, im)
+        a = M.mk_complex(re, im, t).reshape(shape)
+        return a, a
     if t == "bool":
         a = rng.random(size) < 0.5
         return a.reshape(shape), a.reshape(shape)
@@ -120,6 +128,8 @@ def make_array(t, shape, rng):
 
 def scalar_value(t, rng):
     a, v = make_array(t, (), rng)
+    if M.is_complex(t):
+        return complex(a.item()), a
     if t == "bf16":
         return float(v), np.float32(v)
     return a.item(), (v if not M.is_int(t) else M.obj(int(v.item())))
@@ -283,6 +293,8 @@ def make_call(prog, b, rng):
 def as_model(a, t):
     """A C output (storage dtype) as the oracle represents values."""
     a = np.asarray(a)
+    if M.is_complex(t):
+        return a
     if t == "bf16":
         return C.bf16_to_f32(a.view(np.uint16))
     if t == "f16":
@@ -347,7 +359,12 @@ def compare(prog, name, outs, ref, perts, what, shape, raxes):
         gs = np.shape(got_m)
         want = out_shape(want, o, shape, raxes, gs)
         ps = [out_shape(p[o.name][1], o, shape, raxes, gs) for p in perts]
-        bad = diff_mask(got_m, want, ps, t)
+        if M.is_complex(t):
+            # each part as a value of the part type
+            bad = diff_mask(np.real(got_m), np.real(want), [np.real(p) for p in ps], M.PART[t]) | \
+                diff_mask(np.imag(got_m), np.imag(want), [np.imag(p) for p in ps], M.PART[t])
+        else:
+            bad = diff_mask(got_m, want, ps, t)
         if np.any(bad):
             ix = [tuple(i) for i in np.argwhere(np.atleast_1d(bad))[:4]]
             g1, w1 = np.atleast_1d(got_m), np.atleast_1d(want)
@@ -649,6 +666,9 @@ def _rename(x, old, new):
 
 def const_literal(v, t):
     """A constant expression with the value v (a Python value of type t)."""
+    if M.is_complex(t):
+        v = complex(v)
+        return ("call", t, [const_literal(v.real, M.PART[t]), const_literal(v.imag, M.PART[t])])
     if t == "bool":
         return ("bool", bool(v))
     if M.is_int(t):
@@ -817,7 +837,11 @@ def check_batch(progs, seeds, path, opt="-O2", emu=False, extra=()):
 def unfolded_variants(path, progs):
     """Indexes of the all-constant variants whose outputs --emit=ir does not
     show as constants (the constant folder left something)."""
-    want = {p.kernel.name: i for i, p in enumerate(progs) if p.prefix.endswith("c_")}
+    # (of complex values the folder computes + - *, conj, real, imag, the
+    # comparisons and conversions, not /, abs, arg and the functions:
+    # language.md; such variants are checked against the oracle only)
+    want = {p.kernel.name: i for i, p in enumerate(progs) if p.prefix.endswith("c_") and
+            not any(M.is_complex(q.ty) for q in p.kernel.params)}
     if not want:
         return []
     ir = nnkc(["--emit=ir", path]).stdout

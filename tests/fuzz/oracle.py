@@ -19,6 +19,7 @@ import numpy as np
 
 from model import promote
 from model import EXT_BUILTINS, round_half
+from model import CX_BUILTINS, PART, is_complex, mk_complex
 from model import (BITS, COMPARE, EPS, Invalid, accum_type, binop_types, builtin_types, concrete, convert,
                    compute_dtype, is_float, is_int, is_uns, is_weak, obj, reducer_type, storage_round,
                    unop_type, wrap_int, BUILTINS, CLASSES)
@@ -130,6 +131,8 @@ _vshift = np.vectorize(_shift, otypes=[object])
 
 def arith(op, t, a, b):
     """a op b, both already of type t (the operands' promoted type)."""
+    if is_complex(t) and op not in ("&&", "||"):
+        return cx_arith(op, t, a, b)
     if op in COMPARE:
         if is_int(t) or t == "wint":
             a, b = obj(a), obj(b)
@@ -248,6 +251,19 @@ def _nextafter(x, y, t):
 
 def builtin(cx, name, t, args):
     """name(args) with every argument already of type t; returns the value."""
+    if is_complex(t):
+        return cx_builtin(cx, name, t, args)
+    if name in CX_BUILTINS:
+        # of a real value: real(x) and conj(x) are x, imag(x) is 0 of x's
+        # type, arg(x) numpy's angle: atan2(0, x) (integers in f64)
+        x = args[0]
+        if name in ("real", "conj"):
+            return x
+        if name == "imag":
+            return obj(np.zeros(np.shape(x), dtype=np.int64)) if is_int(t) else np.zeros(np.shape(x), _fl(0, t).dtype)
+        at = t if is_float(t) else "f64"
+        xf = convert(x, t, at)
+        return builtin(cx, "atan2", at, [np.zeros(np.shape(xf), _fl(0, at).dtype), xf])
     _, rule, exact = BUILTINS[name] if name in BUILTINS else EXT_BUILTINS[name]
     fl = is_float(t) or t == "wfloat"
     with np.errstate(all="ignore"):
@@ -323,6 +339,8 @@ def ev(cx, e):
         return ("wint", obj(v)) if isinstance(v, int) else ("wfloat", np.float64(v))
     if k == "u64lit":
         return "u64", obj(e[1])
+    if k == "ilit":
+        return "wcomplex", np.complex128(complex(0.0, float(e[1])))
     if k == "bool":
         return "bool", np.asarray(e[1])
     if k == "name":
@@ -344,6 +362,9 @@ def ev(cx, e):
         if op == "!":
             return "bool", ~convert(v, t, "bool")
         if op == "-":
+            if is_complex(t):
+                v = np.asarray(v)
+                return t, mk_complex(-v.real, -v.imag, t)
             if is_int(t) or t == "wint":
                 return t, obj(wrap_int(-obj(v), "i64" if t == "wint" else t))
             with np.errstate(all="ignore"):
@@ -381,6 +402,12 @@ def ev(cx, e):
             return ev(cx, ("sel", "where") + tuple(args))
         t, rt = builtin_types(name, [x[0] for x in tv])
         vals = [convert(v, u, t) for u, v in tv]
+        if name in ("c64", "c128", "complex"):
+            # c64(re, im), complex(re, im): each part converted to the part
+            # type directly (the parts' promoted type picks c64 or c128 only:
+            # an integer is not rounded to f16 on the way)
+            pt = PART[rt]
+            return rt, mk_complex(convert(tv[0][1], tv[0][0], pt), convert(tv[1][1], tv[1][0], pt), rt)
         r = builtin(cx, name, t, vals)
         return rt, r
     if k == "fcall":
@@ -533,7 +560,8 @@ def empty_value(cx, name, rt, ct):
         v = 0 if name == "sum" else 1
         return obj(np.full(ks, v)) if is_int(rt) else np.full(ks, v, dtype=compute_dtype(rt))
     if name == "mean":
-        return np.full(ks, np.nan, dtype=compute_dtype(rt))
+        # (complex: each part 0 / 0)
+        return np.full(ks, complex(np.nan, np.nan) if is_complex(rt) else np.nan, dtype=compute_dtype(rt))
     if name in ("max", "min"):
         if ct == "bool":
             return np.full(ks, name == "min")
@@ -578,6 +606,8 @@ def reducer(cx, name, arg):
                 return rt, (obj(r) if ct != "bool" else r)
             r = (np.max if name == "max" else np.min)(a, axis=ax, keepdims=True)
             return rt, r
+        if is_complex(ct):
+            return rt, cx_reduce(cx, name, a, ct, ax)
         acc = accum_type(ct)
         if name in ("sum", "prod", "mean"):
             if is_float(ct):
@@ -682,3 +712,261 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     outs["oob"] = cx.oob
     outs["oob_unsure"] = cx.oob_unsure
     return outs
+
+
+# ---- complex numbers (language.md, "Complex numbers") --------------------------------
+# Each operation is the formula language.md and templates/c/complex.tmpl
+# name, on the parts in the part type (numpy float32 or float64 arrays,
+# one rounding an operation, as the generated code with -ffp-contract=off):
+# + - * / and the comparisons exactly; the functions on the real ones of
+# builtin() (exp, sin, hypot, ... moved by the perturbed runs like any
+# inexact result).  numpy's own complex loops are not used: their SIMD
+# code may contract or reorder.
+
+# |re| or |im| beyond which sqrt scales by 1/4 (FreeBSD's csqrt), and |re|
+# beyond which tanh is +-1 to the part's precision (FreeBSD's ctanh(f))
+CX_BIG = {"f32": np.float32(7.446288e37), "f64": np.float64(7.446288774449766e307)}
+CX_TH = {"f32": 9, "f64": 22}
+
+
+def _cpart(t):
+    """The part type of complex type t as builtin() takes it."""
+    return "f32" if t == "c64" else "f64"
+
+
+def _parts(v, t):
+    dt = np.float32 if t == "c64" else np.float64
+    v = np.asarray(v, dtype=compute_dtype("c128" if t == "wcomplex" else t))
+    return np.asarray(v.real, dtype=dt), np.asarray(v.imag, dtype=dt)
+
+
+def _cmk(re, im, t):
+    return mk_complex(re, im, t)
+
+
+def cx_arith(op, t, a, b):
+    """a op b of complex type t: the textbook product, numpy's Smith
+    quotient with its branch for a zero divisor."""
+    ar, ai = _parts(a, t)
+    br, bi = _parts(b, t)
+    with np.errstate(all="ignore"):
+        if op == "==":
+            return np.asarray((ar == br) & (ai == bi))
+        if op == "!=":
+            return np.asarray(~((ar == br) & (ai == bi)))
+        if op == "+":
+            return _cmk(ar + br, ai + bi, t)
+        if op == "-":
+            return _cmk(ar - br, ai - bi, t)
+        if op == "*":
+            return _cmul(ar, ai, br, bi, t)
+        if op == "/":
+            return _cdiv(ar, ai, br, bi, t)
+    raise AssertionError(op)
+
+
+def _cmul(ar, ai, br, bi, t):
+    with np.errstate(all="ignore"):
+        return _cmk(ar * br - ai * bi, ar * bi + ai * br, t)
+
+
+def _cdiv(ar, ai, br, bi, t):
+    one = ar.dtype.type(1)
+    with np.errstate(all="ignore"):
+        abr, abi = np.abs(br), np.abs(bi)
+        first = abr >= abi
+        zero = first & (abr == 0) & (abi == 0)
+        # |re| >= |im|
+        rat1 = bi / br
+        scl1 = one / (br + bi * rat1)
+        r1, i1 = (ar + ai * rat1) * scl1, (ai - ar * rat1) * scl1
+        # |re| < |im| (and a NaN part)
+        rat2 = br / bi
+        scl2 = one / (bi + br * rat2)
+        r2, i2 = (ar * rat2 + ai) * scl2, (ai * rat2 - ar) * scl2
+        re = np.where(zero, ar / abr, np.where(first, r1, r2))
+        im = np.where(zero, ai / abr, np.where(first, i1, i2))
+    return _cmk(re, im, t)
+
+
+def cx_builtin(cx, name, t, args):
+    """name(args) of complex type t (args already of type t)."""
+    pt = _cpart(t)
+    re, im = _parts(args[0], t)
+
+    def R(f, *xs):
+        return np.asarray(builtin(cx, f, pt, list(xs)), dtype=re.dtype)
+    with np.errstate(all="ignore"):
+        if name == "real":
+            return re
+        if name == "imag":
+            return im
+        if name == "conj":
+            return _cmk(re, -im, t)
+        if name == "isnan":
+            return np.asarray(np.isnan(re) | np.isnan(im))
+        if name == "isinf":
+            return np.asarray(np.isinf(re) | np.isinf(im))
+        if name == "isfinite":
+            return np.asarray(np.isfinite(re) & np.isfinite(im))
+        if name == "abs":
+            return R("hypot", re, im)
+        if name == "arg":
+            return R("atan2", im, re)
+        if name == "exp":
+            return cx_exp(R, re, im, t)
+        if name == "log":
+            return _cmk(R("log", R("hypot", re, im)), R("atan2", im, re), t)
+        if name == "sqrt":
+            return cx_sqrt(R, re, im, t, pt)
+        if name == "pow":
+            wr, wi = _parts(args[1], t)
+            return cx_pow(R, re, im, wr, wi, t)
+        if name == "sin":
+            return _cmk(R("sin", re) * R("cosh", im), R("cos", re) * R("sinh", im), t)
+        if name == "cos":
+            return _cmk(R("cos", re) * R("cosh", im), -(R("sin", re) * R("sinh", im)), t)
+        if name == "sinh":
+            return _cmk(R("sinh", re) * R("cos", im), R("cosh", re) * R("sin", im), t)
+        if name == "cosh":
+            return _cmk(R("cosh", re) * R("cos", im), R("sinh", re) * R("sin", im), t)
+        if name == "tanh":
+            return cx_tanh(R, re, im, t, pt)
+        if name == "tan":
+            # tan z = -i tanh(iz)
+            h = cx_tanh(R, -im, re, t, pt)
+            hr, hi = _parts(h, t)
+            return _cmk(hi, -hr, t)
+    raise AssertionError(name)
+
+
+def cx_exp(R, re, im, t):
+    """e^re (cos im + i sin im); a real argument stays real (no inf * 0)."""
+    r = R("exp", re)
+    with np.errstate(all="ignore"):
+        return _cmk(np.where(im == 0, r, r * R("cos", im)), np.where(im == 0, im, r * R("sin", im)), t)
+
+
+def cx_sqrt(R, a, b, t, pt):
+    """FreeBSD's csqrt, as templates/c/complex.tmpl writes it."""
+    T = a.dtype.type
+    with np.errstate(all="ignore"):
+        a, b = np.broadcast_arrays(a, b)
+        scale = (np.abs(a) >= CX_BIG[pt]) | (np.abs(b) >= CX_BIG[pt])
+        sa = np.where(scale, a * T(0.25), a)
+        sb = np.where(scale, b * T(0.25), b)
+        h = R("hypot", sa, sb)
+        s1 = R("sqrt", (sa + h) * T(0.5))
+        s2 = R("sqrt", (-sa + h) * T(0.5))
+        pos = sa >= 0
+        rr = np.where(pos, s1, np.abs(sb) / (T(2) * s2))
+        ri = np.where(pos, sb / (T(2) * s1), np.copysign(s2, sb))
+        rr = np.where(scale, rr * T(2), rr)
+        ri = np.where(scale, ri * T(2), ri)
+        bb = b - b
+        # the special cases, the last checked first
+        ainf = np.isinf(a)
+        rr = np.where(ainf, np.where(a < 0, np.abs(bb), a), rr)
+        ri = np.where(ainf, np.where(a < 0, np.copysign(a, b), np.copysign(bb, b)), ri)
+        anan = a != a
+        rr = np.where(anan, a, rr)
+        ri = np.where(anan, bb / bb, ri)
+        binf = np.isinf(b)
+        rr = np.where(binf, np.abs(b), rr)
+        ri = np.where(binf, b, ri)
+        zero = (a == 0) & (b == 0)
+        rr = np.where(zero, T(0), rr)
+        ri = np.where(zero, b, ri)
+    return _cmk(rr, ri, t)
+
+
+def cx_pow(R, zr, zi, wr, wi, t):
+    """numpy's npy_cpow: w = 0 gives 1; z = 0 gives 0 for a real w > 0,
+    NaN otherwise; an integer w.re below 100 in magnitude (w.im = 0) by
+    repeated products; others exp(w log z)."""
+    T = zr.dtype.type
+    zr, zi, wr, wi = np.broadcast_arrays(zr, zi, wr, wi)
+    with np.errstate(all="ignore"):
+        lr = R("log", R("hypot", zr, zi))
+        li = R("atan2", zi, zr)
+        g = _cmul(wr, wi, lr, li, t)
+        gr, gi = _parts(g, t)
+        out = np.array(cx_exp(R, gr, gi, t), copy=True)
+        intw = (wi == 0) & (wr > -100) & (wr < 100) & (np.trunc(wr) == wr)
+        for nv in np.unique(wr[intw]) if np.any(intw) else ():
+            m_ = intw & (wr == nv)
+            n = int(nv)
+            z = _cmk(zr, zi, t)
+            if n == 1:
+                r = z
+            elif n == 2:
+                r = _cmul(zr, zi, zr, zi, t)
+            elif n == 3:
+                q = _cmul(zr, zi, zr, zi, t)
+                r = _cmul(*_parts(q, t), zr, zi, t)
+            else:
+                acc = _cmk(np.ones_like(zr), np.zeros_like(zr), t)
+                p = z
+                m, mask = abs(n), 1
+                while True:
+                    if m & mask:
+                        acc = _cmul(*_parts(acc, t), *_parts(p, t), t)
+                    mask <<= 1
+                    if m < mask:
+                        break
+                    p = _cmul(*_parts(p, t), *_parts(p, t), t)
+                r = acc
+                if n < 0:
+                    r = _cdiv(np.ones_like(zr), np.zeros_like(zr), *_parts(acc, t), t)
+            out = np.where(m_, r, out)
+        z0 = (zr == 0) & (zi == 0)
+        zero_res = np.where((wr > 0) & (wi == 0), _cmk(T(0), T(0), t), _cmk(T(np.nan), T(np.nan), t))
+        out = np.where(z0, zero_res, out)
+        out = np.where((wr == 0) & (wi == 0), _cmk(T(1), T(0), t), out)
+    return np.asarray(out, dtype=compute_dtype("c128" if t == "wcomplex" else t))
+
+
+def cx_tanh(R, x, y, t, pt):
+    """Kahan's tanh (FreeBSD's ctanh)."""
+    T = x.dtype.type
+    one = T(1)
+    with np.errstate(all="ignore"):
+        x, y = np.broadcast_arrays(x, y)
+        e = R("exp", -np.abs(x))
+        br = np.copysign(one, x)
+        bi = T(4) * R("sin", y) * R("cos", y) * e * e
+        tn = R("tan", y)
+        beta = one + tn * tn
+        s = R("sinh", x)
+        rho = R("sqrt", one + s * s)
+        den = one + beta * s * s
+        big = np.abs(x) >= T(CX_TH[pt])
+        return _cmk(np.where(big, br, (beta * rho * s) / den), np.where(big, bi, tn / den), t)
+
+
+def cx_reduce(cx, name, a, t, ax):
+    """sum, prod, mean of complex values: in t's part type (no wider
+    accumulator), in an order the language leaves open."""
+    re, im = _parts(a, t)
+    pt = _cpart(t)
+    with np.errstate(all="ignore"):
+        if name == "prod":
+            w = np.asarray(a, dtype=np.complex128)
+            r = np.prod(w, axis=ax, keepdims=True)
+            scale = (cx.n + 2) * np.abs(r)
+            rr = cx.fuzz(np.asarray(r.real).astype(re.dtype), pt, scale=scale)
+            ri = cx.fuzz(np.asarray(r.imag).astype(re.dtype), pt, scale=scale)
+            bad = order_sensitive(cx, np.abs(w), pt, "*", ax)
+            return _cmk(_mark(cx, rr, bad), _mark(cx, ri, bad), t)
+        out = []
+        for part in (re, im):
+            w = np.asarray(part, dtype=np.float64)
+            r = np.sum(w, axis=ax, keepdims=True)
+            scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) \
+                if w.size else 0
+            if name == "mean":
+                r = r / cx.n
+                scale = scale / max(cx.n, 1)
+            r = cx.fuzz(r.astype(part.dtype), pt, scale=scale)
+            out.append(_mark(cx, r, order_sensitive(cx, w, pt, "+", ax)))
+        return _cmk(out[0], out[1], t)
