@@ -115,6 +115,15 @@ static void need_free(Need *nd)
     nd->in = NULL;
 }
 
+/* Whether a node of level `have` is on the boundary of level `lvl`: a
+ * constant the folder left (exp(c64(3.0j)): complex functions are not
+ * folded) is computed with the uniform values, outside the loops, and
+ * taken like them. */
+static bool at_level(const IrNode *n, int lvl)
+{
+    return n->op != IR_CONST && ((int)n->level == lvl || (lvl == L_UNIFORM && n->level == L_CONST));
+}
+
 /* Nodes of level `lvl` whose values the per-element code takes from outside
  * its loop: operands of per-element nodes, and roots of that level. */
 static uint8_t *boundary(const EmitOperands *g, const Need *nd, const int32_t *roots, int nroots, int lvl)
@@ -127,11 +136,11 @@ static uint8_t *boundary(const EmitOperands *g, const Need *nd, const int32_t *r
             continue;
         int32_t ops[3] = {n->a, n->b, n->c};
         for (int j = 0; j < 3; j++)
-            if (ops[j] >= 0 && nd->in[ops[j]] && k->nodes[ops[j]].level == lvl && k->nodes[ops[j]].op != IR_CONST)
+            if (ops[j] >= 0 && nd->in[ops[j]] && at_level(&k->nodes[ops[j]], lvl))
                 b[ops[j]] = 1;
     }
     for (int i = 0; i < nroots; i++)
-        if (roots[i] >= 0 && k->nodes[roots[i]].level == lvl && k->nodes[roots[i]].op != IR_CONST)
+        if (roots[i] >= 0 && at_level(&k->nodes[roots[i]], lvl))
             b[roots[i]] = 1;
     return b;
 }
@@ -1245,7 +1254,7 @@ static void epilogue_col(const EmitOperands *g, TDict *d, const Epi *E, uint8_t 
     int ns = set_roots(g, set, sr, k->nnodes + 1);
     if (ns)
         col_prep(g, sr, ns, ball, &cepro);
-    if (!cepro.len)
+    if (!cepro.len || !strstr(cepro.data, "cx->")) /* (only uniform values: cx unused) */
         buf_puts(&cepro, "(void)cx;\n");
     Mode m = M_COL;
     EmitAccess ac = access_for(g, &m);
