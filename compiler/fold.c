@@ -252,6 +252,8 @@ Value value_cast(Value v, Type to)
         Value im = value_cast(value_float(type_is_complex(v.type) ? type_part(v.type) : T_F64, v.im), type_part(to));
         return value_complex(to, re.v.f, im.v.f);
     }
+    if (type_is_complex(v.type) && to == T_BOOL) /* z != 0: either part (language.md) */
+        return wrap(T_BOOL, value_truth(v));
     if (type_is_complex(v.type))
         return value_cast(value_float(type_part(v.type), v.v.f), to);
     if (type_is_float(to)) {
