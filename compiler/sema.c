@@ -621,7 +621,10 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
         res = type_is_float(at) || type_is_complex(at) ? at : type_accum(at);
         break;
     case RR_MEAN:
+        /* integers and bools: each element converted to f64 and summed in
+         * f64, as numpy's mean (an i64 sum of timestamps near 2^62 wraps) */
         res = type_is_float(at) || type_is_complex(at) ? at : T_F64;
+        at = res;
         break;
     case RR_SAME:
         break;

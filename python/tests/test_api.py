@@ -310,3 +310,29 @@ reduction vargmax(x: f32[]) -> (v: f32, i: i64) {
     np.testing.assert_allclose(var, x64.var(1), rtol=1e-2)
     v, i = m.vargmax(x, axis=None)
     assert v == x.max() and i == np.argmax(x)
+
+
+def test_mean_of_integers_is_computed_in_f64():
+    """mean() of integers and bools converts each element to f64 and sums in
+    f64, as numpy's mean: it summed in i64 / u64, which wraps for values near
+    the type's range (six int64 nanosecond timestamps of 2026 do), and
+    divided the wrapped sum."""
+    mod = nnk.compile("""
+    reduction means(a: i8[], b: u8[], c: i32[], d: i64[], e: u64[], f: bool[], g: u32[]) -> (
+            ma: f64, mb: f64, mc: f64, md: f64, me: f64, mf: f64, mg: f64) {
+        ma = mean(a); mb = mean(b); mc = mean(c); md = mean(d); me = mean(e); mf = mean(f); mg = mean(g);
+    }""")
+    rng = np.random.default_rng(7)
+    for n in (6, 1001, 70001):
+        cols = []
+        for dt in (np.int8, np.uint8, np.int32, np.int64, np.uint64, np.bool_, np.uint32):
+            if dt is np.bool_:
+                cols.append(rng.integers(0, 2, (2, n)).astype(dt))
+                continue
+            info = np.iinfo(dt)
+            # the upper end of the range: the sums wrap an accumulator of the type's width
+            cols.append(rng.integers(info.max - info.max // 8, info.max, (2, n), dtype=dt, endpoint=True))
+        cols[3][1] = 1_780_000_000_000_000_000 + np.arange(n)     # timestamps in ns
+        got = mod.means(*cols, axis=1)
+        for x, g in zip(cols, got):
+            np.testing.assert_allclose(np.asarray(g), x.mean(axis=1), rtol=1e-12, err_msg=str(x.dtype))
