@@ -209,15 +209,20 @@ static bool retarget_ptx(Arena *ar, const unsigned char *ptx, size_t len, int fr
 
 /* The steps of a fat object, run through one NnkcRuns (spawn.c):
  *
- *   cc -S (the C, on stdin)  ----------------------------------------.
- *   nvcc -ptx -arch=compute_<base>  ->  ptxas -arch=sm_XX (each)  ->  fatbinary  ->  cc -c (the assembly + the fatbin)
+ *   nvcc -ptx -arch=compute_<base>  ->  ptxas -arch=sm_XX (each)  ->  fatbinary  --.
+ *   cc -S -DNNK_PART=1 (the C but its loops, on stdin)  ------------------------------+->  cc -c (part 1 + the fatbin)  --.
+ *   cc -c -DNNK_PART=2 (the loops, baseline)  ---------------------------------------------------------------------------+->  cc -r (the object)
+ *   cc -c -DNNK_PART=3 (the loops, AVX2)  -----------------------------------------------------------------------------'
  *
- * The C compile and the CUDA steps run side by side, the ptxas runs of
- * the SASS archs too, at most cfg->jobs at once.  The C refers to the
- * fatbin by symbol (nnk_fatbin_, and nnk_fatbin_size_ for its size); the
- * assembly the C compiler wrote gets both appended once the fatbin is
- * there, so it is one object still. */
-enum { STEP_CC, STEP_PTX, STEP_SASS, STEP_FATBIN, STEP_ASM };
+ * The C is compiled as three parts (templates/c/prelude.tmpl, NNK_PART):
+ * the two clones of the loops are most of the C compiler's time, so the
+ * parts and the CUDA steps run side by side, at most cfg->jobs at once.
+ * Part 1 refers to the fatbin by symbol (nnk_fatbin_, and nnk_fatbin_size_
+ * for its size); the assembly the C compiler wrote gets both appended once
+ * the fatbin is there, as local symbols.  Without nvcc part 1 is compiled
+ * to an object directly.  The parts are linked with -r into one object. */
+enum { STEP_CC, STEP_PTX, STEP_SASS, STEP_FATBIN, STEP_ASM, STEP_LINK };
+enum { NPARTS = 3 };
 
 typedef struct Step {
     NnkcTool t; /* first: nnkc_runs_wait returns it */
@@ -243,6 +248,7 @@ static const char *step_what(const Step *s)
     switch (s->kind) {
     case STEP_CC: return "the C compiler";
     case STEP_ASM: return "the assembler (the C compiler)";
+    case STEP_LINK: return "the linker (the C compiler, -r)";
     default: return "nvcc";
     }
 }
@@ -250,12 +256,13 @@ static const char *step_what(const Step *s)
 /* The message for a step that failed (status as nnkc_tool_run's). */
 static void step_failed(const Step *s, int st, Buf *msg)
 {
+    bool cc = s->kind == STEP_CC || s->kind == STEP_ASM || s->kind == STEP_LINK;
     if (s->t.timed_out)
         buf_printf(msg, "%s '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)", step_what(s),
                    s->argv[0], (double)s->t.timeout_ms / 1000.0);
     else if (st < 0)
         buf_printf(msg, "cannot run %s '%s': %s%s", step_what(s), s->argv[0], strerror(s->t.err),
-                   s->kind == STEP_CC || s->kind == STEP_ASM ? " (set NNK_CC)" : "");
+                   cc ? " (set NNK_CC)" : "");
     else
         buf_printf(msg, "%s '%s' failed on the generated code (exit %d; this is a bug in nnkc)%s%s", step_what(s),
                    s->argv[0], st, s->t.outlen ? ":\n" : "", s->t.outlen ? s->t.out : "");
@@ -279,6 +286,34 @@ static Step *step_stdin(Arena *ar, int kind, const FatobjConfig *cfg, int nwords
         s->argv[n++] = (char *)tail[i];
     s->t.in = in->data ? in->data : "";
     s->t.inlen = in->len;
+    return s;
+}
+
+/* Part `part` of the C (1..NPARTS) into out: assembly with -S (part 1,
+ * which gets the fatbin), else an object. */
+static Step *step_part(Arena *ar, const FatobjConfig *cfg, int part, bool assembly, const char *out, const Buf *csrc)
+{
+    /* -pipe: no temporary assembly of the driver's that a kill would leave */
+    const char *tail[] = {"-fPIC", "-pipe", arena_printf(ar, "-DNNK_PART=%d", part), assembly ? "-S" : "-c", "-x", "c", "-",
+                          "-o", out};
+    Step *s = step_stdin(ar, STEP_CC, cfg, cfg->ncc, tail, sizeof tail / sizeof *tail, csrc);
+    s->arch = part;
+    return s;
+}
+
+/* The parts' objects linked into cfg->output. */
+static Step *step_link(Arena *ar, const FatobjConfig *cfg, const char *const *objs)
+{
+    Step *s = step_new(ar, STEP_LINK, 0);
+    int n = 0;
+    for (int i = 0; i < cfg->ncc_tool; i++)
+        s->argv[n++] = cfg->cc[i];
+    s->argv[n++] = (char *)"-r";
+    s->argv[n++] = (char *)"-nostdlib";
+    for (int i = 0; i < NPARTS; i++)
+        s->argv[n++] = (char *)objs[i];
+    s->argv[n++] = (char *)"-o";
+    s->argv[n++] = (char *)cfg->output;
     return s;
 }
 
@@ -408,19 +443,6 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
     Buf csrc = {0};
     fatobj_c_file(c, instances, eo, &csrc);
 
-    /* CPU only: one C compile */
-    if (!cfg->nvcc) {
-        const char *tail[] = {"-fPIC", "-c", "-x", "c", "-", "-o", cfg->output};
-        Step *cc = step_stdin(ar, STEP_CC, cfg, cfg->ncc, tail, sizeof tail / sizeof *tail, &csrc);
-        int st = nnkc_tool_run(cc->argv, &cc->t);
-        if (st != 0)
-            step_failed(cc, st, &msg);
-        buf_free(&csrc);
-        if (st != 0)
-            *err = buf_detach(&msg);
-        return st == 0;
-    }
-
     /* fatbinary parses its --image3 options itself and stops at a quote,
      * and the assembler reads the fatbin's name in a string: a TMPDIR with
      * more than these characters is not used */
@@ -435,41 +457,51 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
         return false;
     }
     /* every file the steps may write, removed at the end */
-    const char *files[40];
+    const char *files[48];
     int nfiles = 0;
-    const char *cu = files[nfiles++] = arena_printf(ar, "%s/kernels.cu", dir);
-    const char *ptx = files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.base);
-    const char *ptx_new = plan.ptx && plan.ptx != plan.base
-                              ? (files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.ptx))
-                              : plan.ptx ? ptx : NULL;
-    const char *fatbin = files[nfiles++] = arena_printf(ar, "%s/kernels.fatbin", dir);
-    const char *asm_file = files[nfiles++] = arena_printf(ar, "%s/object.s", dir);
-    const char *cubin[32];
-    for (int i = 0; i < plan.nsass; i++)
-        cubin[i] = files[nfiles++] =
-            arena_printf(ar, "%s/kernels.sm_%d%s.cubin", dir, plan.sass[i].num, sm_suffix(&plan.sass[i]));
-    Buf cuda = {0};
-    emit_cuda_file(c, instances, eo, &cuda);
-    bool ok = write_all(cu, cuda.data, cuda.len);
-    buf_free(&cuda);
-    if (!ok)
-        buf_printf(&msg, "cannot write %s", cu);
+    const char *objs[NPARTS];
+    for (int i = 0; i < NPARTS; i++)
+        objs[i] = files[nfiles++] = arena_printf(ar, "%s/part%d.o", dir, i + 1);
+    const char *cu = NULL, *ptx = NULL, *ptx_new = NULL, *fatbin = NULL, *asm_file = NULL, *cubin[32];
+    bool ok = true;
+    if (cfg->nvcc) {
+        cu = files[nfiles++] = arena_printf(ar, "%s/kernels.cu", dir);
+        ptx = files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.base);
+        ptx_new = plan.ptx && plan.ptx != plan.base
+                      ? (files[nfiles++] = arena_printf(ar, "%s/kernels.compute_%d.ptx", dir, plan.ptx))
+                      : plan.ptx ? ptx : NULL;
+        fatbin = files[nfiles++] = arena_printf(ar, "%s/kernels.fatbin", dir);
+        asm_file = files[nfiles++] = arena_printf(ar, "%s/part1.s", dir);
+        for (int i = 0; i < plan.nsass; i++)
+            cubin[i] = files[nfiles++] =
+                arena_printf(ar, "%s/kernels.sm_%d%s.cubin", dir, plan.sass[i].num, sm_suffix(&plan.sass[i]));
+        Buf cuda = {0};
+        emit_cuda_file(c, instances, eo, &cuda);
+        ok = write_all(cu, cuda.data, cuda.len);
+        buf_free(&cuda);
+        if (!ok)
+            buf_printf(&msg, "cannot write %s", cu);
+    }
 
-    NnkcRuns *runs = ok ? nnkc_runs_new(cfg->jobs, plan.nsass + 4) : NULL;
+    NnkcRuns *runs = ok ? nnkc_runs_new(cfg->jobs, plan.nsass + NPARTS + 5) : NULL;
     if (ok && !runs) {
         buf_printf(&msg, "out of memory");
         ok = false;
     }
-    if (ok) {
-        /* the C compile to assembly beside the CUDA, which goes first: its
-         * chain is the longer one */
-        const char *tail[] = {"-fPIC", "-S", "-x", "c", "-", "-o", asm_file};
-        Step *cc = step_stdin(ar, STEP_CC, cfg, cfg->ncc, tail, sizeof tail / sizeof *tail, &csrc);
+    /* the CUDA first (its chain is the longer one), then the parts, the
+     * loops first (part 1 waits for the fatbin anyway) */
+    if (ok && cfg->nvcc) {
         Step *px = step_ptx(ar, cfg, plan.base, ptx, cu);
-        ok = nnkc_runs_add(runs, px->argv, &px->t) && nnkc_runs_add(runs, cc->argv, &cc->t);
+        ok = nnkc_runs_add(runs, px->argv, &px->t);
     }
-    int left_sass = plan.nsass;
-    bool cc_done = false, fat_done = false;
+    for (int i = NPARTS; i >= 1 && ok; i--) {
+        bool assembly = i == 1 && cfg->nvcc;
+        Step *cc = step_part(ar, cfg, i, assembly, assembly ? asm_file : objs[i - 1], &csrc);
+        ok = nnkc_runs_add(runs, cc->argv, &cc->t);
+    }
+    int left_sass = cfg->nvcc ? plan.nsass : -1;
+    int left_parts = NPARTS; /* objects still to come */
+    bool asm_done = false, fat_done = !cfg->nvcc;
     Buf as_in = {0};
     NnkcTool *done = NULL;
     int st;
@@ -489,32 +521,39 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
                 Step *x = step_sass(ar, ptxas, cfg, &plan.sass[i], i, ptx, cubin[i]);
                 ok = nnkc_runs_add(runs, x->argv, &x->t);
             }
-            if (!plan.nsass)
-                left_sass = 0;
         } else if (s->kind == STEP_SASS) {
             left_sass--;
         } else if (s->kind == STEP_CC) {
-            cc_done = true;
+            if (s->arch == 1 && cfg->nvcc)
+                asm_done = true;
+            else
+                left_parts--;
         } else if (s->kind == STEP_FATBIN) {
             fat_done = true;
         } else if (s->kind == STEP_ASM) {
+            left_parts--;
+        } else if (s->kind == STEP_LINK) {
             break; /* the object is written */
         }
-        if (ok && s->kind != STEP_FATBIN && s->kind != STEP_CC && left_sass == 0 && !fat_done) {
+        if (ok && cfg->nvcc && left_sass == 0 && (s->kind == STEP_PTX || s->kind == STEP_SASS)) {
             Step *f = step_fatbin(ar, fatbinary, cfg, &plan, cubin, ptx_new, fatbin);
             ok = nnkc_runs_add(runs, f->argv, &f->t);
-            left_sass = -1; /* added */
         }
-        if (ok && cc_done && fat_done) {
-            /* the assembly with the fatbin appended, assembled into the object */
-            cc_done = false;
+        if (ok && asm_done && fat_done) {
+            /* part 1's assembly with the fatbin appended, assembled */
+            asm_done = false;
             if (!(ok = asm_with_fatbin(asm_file, fatbin, &as_in))) {
                 buf_printf(&msg, "cannot read %s or %s", asm_file, fatbin);
                 break;
             }
-            const char *tail[] = {"-c", "-x", "assembler", "-", "-o", cfg->output};
+            const char *tail[] = {"-c", "-x", "assembler", "-", "-o", objs[0]};
             Step *as = step_stdin(ar, STEP_ASM, cfg, cfg->ncc_tool, tail, sizeof tail / sizeof *tail, &as_in);
             ok = nnkc_runs_add(runs, as->argv, &as->t);
+        }
+        if (ok && left_parts == 0) {
+            left_parts = -1; /* added */
+            Step *ln = step_link(ar, cfg, objs);
+            ok = nnkc_runs_add(runs, ln->argv, &ln->t);
         }
     }
     if (ok && !done) {
@@ -557,5 +596,8 @@ void fatobj_c_file(Compiler *c, const List *instances, const EmitOptions *opt, B
         emit_instance_keys(&o, opt, tpush(d, "instances"));
     }
     tlist(d, "instances");
+    /* (only in part 1 of nnkc -c's parts: templates/c/prelude.tmpl) */
+    buf_puts(out, "\n#if NNK_REST_");
     template_render("fatobj.tmpl", d, out);
+    buf_puts(out, "#endif\n");
 }
