@@ -488,8 +488,10 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
         buf_printf(&msg, "out of memory");
         ok = false;
     }
-    /* the CUDA first (its chain is the longer one), then the parts, the
-     * loops first (part 1 waits for the fatbin anyway) */
+    /* the CUDA first, then the parts, the loops first (part 1 waits for
+     * the fatbin anyway); the later CUDA steps go before the parts not yet
+     * started (nnkc_runs_add_first): their chain ends with the fatbin that
+     * part 1's assembly waits for, so on 2 cores the parts fill the gaps */
     if (ok && cfg->nvcc) {
         Step *px = step_ptx(ar, cfg, plan.base, ptx, cu);
         ok = nnkc_runs_add(runs, px->argv, &px->t);
@@ -519,7 +521,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
             }
             for (int i = 0; i < plan.nsass && ok; i++) {
                 Step *x = step_sass(ar, ptxas, cfg, &plan.sass[i], i, ptx, cubin[i]);
-                ok = nnkc_runs_add(runs, x->argv, &x->t);
+                ok = nnkc_runs_add_first(runs, x->argv, &x->t);
             }
         } else if (s->kind == STEP_SASS) {
             left_sass--;
@@ -537,7 +539,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
         }
         if (ok && cfg->nvcc && left_sass == 0 && (s->kind == STEP_PTX || s->kind == STEP_SASS)) {
             Step *f = step_fatbin(ar, fatbinary, cfg, &plan, cubin, ptx_new, fatbin);
-            ok = nnkc_runs_add(runs, f->argv, &f->t);
+            ok = nnkc_runs_add_first(runs, f->argv, &f->t);
         }
         if (ok && asm_done && fat_done) {
             /* part 1's assembly with the fatbin appended, assembled */
@@ -548,7 +550,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
             }
             const char *tail[] = {"-c", "-x", "assembler", "-", "-o", objs[0]};
             Step *as = step_stdin(ar, STEP_ASM, cfg, cfg->ncc_tool, tail, sizeof tail / sizeof *tail, &as_in);
-            ok = nnkc_runs_add(runs, as->argv, &as->t);
+            ok = nnkc_runs_add_first(runs, as->argv, &as->t);
         }
         if (ok && left_parts == 0) {
             left_parts = -1; /* added */

@@ -839,6 +839,9 @@ NnkcRuns *nnkc_runs_new(int jobs, int max);
 /* Queues argv (kept by the caller until the tool has ended) with t, as
  * nnkc_tool_run's; false when max tools were added. */
 bool nnkc_runs_add(NnkcRuns *s, char *const *argv, NnkcTool *t);
+/* The same, but started before the queued tools of nnkc_runs_add (after
+ * those of earlier nnkc_runs_add_first calls): a step others wait for. */
+bool nnkc_runs_add_first(NnkcRuns *s, char *const *argv, NnkcTool *t);
 /* Starts what the job count allows and waits until one tool has ended:
  * its NnkcTool, with *status as nnkc_tool_run's return; NULL when none is
  * left (tools may be added between calls). */

@@ -461,6 +461,7 @@ struct NnkcRuns {
     int jobs;
     int n, cap;  /* runs added, room (fixed: the running ones point into runs) */
     int next;    /* the first not started */
+    int first;   /* after the last queued by nnkc_runs_add_first (>= next when one waits) */
     Run **running;
     int nrunning;
     Run *runs;
@@ -502,6 +503,19 @@ bool nnkc_runs_add(NnkcRuns *s, char *const *argv, NnkcTool *t)
     if (s->n == s->cap)
         return false;
     s->runs[s->n++] = (Run){.t = t, .argv = argv, .pid = -1, .feed = -1, .out = -1, .st = -1};
+    return true;
+}
+
+bool nnkc_runs_add_first(NnkcRuns *s, char *const *argv, NnkcTool *t)
+{
+    if (s->n == s->cap)
+        return false;
+    /* the running ones point at runs before next: only the queue moves */
+    int at = s->first > s->next ? s->first : s->next;
+    memmove(&s->runs[at + 1], &s->runs[at], (size_t)(s->n - at) * sizeof *s->runs);
+    s->n++;
+    s->runs[at] = (Run){.t = t, .argv = argv, .pid = -1, .feed = -1, .out = -1, .st = -1};
+    s->first = at + 1;
     return true;
 }
 

@@ -288,6 +288,33 @@ static void test_tool_runs(void)
     CU_ASSERT_STRING_EQUAL(out[1], "quick\n");
     CU_ASSERT_STRING_EQUAL(out[0], "abc");
     nnkc_runs_free(r);
+    /* nnkc_runs_add_first: before the queued ones, after earlier firsts */
+    {
+        char o[5][64];
+        NnkcTool q[5];
+        char *echo[5][4];
+        char *words[5] = {(char *)"echo 0", (char *)"echo 1", (char *)"echo 2", (char *)"echo 3", (char *)"echo 4"};
+        for (int i = 0; i < 5; i++) {
+            q[i] = (NnkcTool){.out = o[i], .outcap = sizeof o[i], .timeout_ms = 20000};
+            echo[i][0] = (char *)"sh", echo[i][1] = (char *)"-c", echo[i][2] = words[i], echo[i][3] = NULL;
+        }
+        r = nnkc_runs_new(1, 5);
+        CU_ASSERT_TRUE(nnkc_runs_add(r, echo[0], &q[0]));
+        CU_ASSERT_TRUE(nnkc_runs_add(r, echo[1], &q[1]));
+        CU_ASSERT_TRUE(nnkc_runs_add(r, echo[2], &q[2]));
+        CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), &q[0]);
+        CU_ASSERT_TRUE(nnkc_runs_add_first(r, echo[3], &q[3]));
+        CU_ASSERT_TRUE(nnkc_runs_add_first(r, echo[4], &q[4]));
+        NnkcTool *order[4] = {&q[3], &q[4], &q[1], &q[2]};
+        for (int i = 0; i < 4; i++) {
+            CU_ASSERT_PTR_EQUAL(nnkc_runs_wait(r, &st), order[i]);
+            CU_ASSERT_EQUAL(st, 0);
+        }
+        CU_ASSERT_PTR_NULL(nnkc_runs_wait(r, &st));
+        CU_ASSERT_STRING_EQUAL(o[3], "3\n");
+        CU_ASSERT_FALSE(nnkc_runs_add_first(r, echo[0], &q[0])); /* room for 5 */
+        nnkc_runs_free(r);
+    }
     /* a tool that cannot start: its NnkcTool, -1, ENOENT */
     char *missing[] = {(char *)"/nonexistent/tool", NULL};
     r = nnkc_runs_new(1, 1);
