@@ -1247,19 +1247,26 @@ static void dev_operand(const EmitAccess *ac, int op, Buf *out)
     case DEV_FLAT: buf_printf(out, "g%d[i]", op); break;
     case DEV_OFF: buf_printf(out, "g%d[off[%d]]", op, op); break;
     case DEV_SLICE: buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op); break;
+    case DEV_ROW: /* an operand one pass reads stays as in DEV_SLICE */
+        if (((const EmitDevRow *)m)->row[op])
+            buf_printf(out, "rc.c%d[j]", op);
+        else
+            buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op);
+        break;
     }
 }
 
 /* A kernel's loop addressing operands as m says: gK, the typed pointer to
  * operand K, at i, at the plan's offsets off[K] or in the slice b[K] +
- * ro[K]; the vector element, raw views and index(d) the target's way
- * (m->t).  idx is the flat index "idx" (the slice's position for
- * DEV_SLICE). */
+ * ro[K], or (DEV_ROW, the operands EmitDevRow marks) element j of the row a
+ * thread keeps on chip, rc.cK[j]; the vector element, raw views and
+ * index(d) the target's way (m->t).  idx is the flat index "idx" (the
+ * slice's position for DEV_SLICE and DEV_ROW). */
 EmitAccess emit_dev_access(const EmitOperands *o, const EmitDevAccess *m)
 {
     EmitAccess ac = {.k = o->k, .operand = dev_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d",
                      .plan = m->t->plan, .raw_args = m->t->raw_args, .raw_data = m->t->raw_data, .user = m};
-    if (m->mode == DEV_SLICE)
+    if (m->mode == DEV_SLICE || m->mode == DEV_ROW)
         ac.idx = arena_printf(o->c->arena, "(b[%d] + ro[%d])", o->nops, o->nops);
     return ac;
 }

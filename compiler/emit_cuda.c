@@ -21,11 +21,12 @@ static const EmitDevTarget cu_target = {
     .elem = {.qual = "NNK_DEVICE"},
 };
 
-/* Typed pointers g<k> to every operand the code touches. */
-static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, Buf *out)
+/* Typed pointers g<k> to every operand the code touches, but those that
+ * `skip` marks (NULL: none; the row kept on chip holds them). */
+static void pointers(const EmitOperands *o, const uint8_t *need, bool outputs, const uint8_t *skip, Buf *out)
 {
     for (int op = 0; op < o->nops; op++) {
-        bool used = o->output[op] ? outputs : emit_loads(o->k, need, op);
+        bool used = o->output[op] ? outputs : emit_loads(o->k, need, op) && !(skip && skip[op]);
         if (!used)
             continue;
         const char *cst = o->output[op] ? "" : "const ";
@@ -83,7 +84,7 @@ static void elementwise(Compiler *c, const EmitOperands *o, TDict *d)
     uint8_t *need = emit_dev_elementwise(o, &cu_target, d);
     int vec = emit_vec_elems(o);
     Buf loads = {0}, stores = {0}, ptrs = {0};
-    pointers(o, need, true, &ptrs);
+    pointers(o, need, true, NULL, &ptrs);
     bool uses_idx = false;
     tset(d, "read_scalars", scalars_of(c, o, need, NULL, &uses_idx));
     tbool(d, "uses_idx", uses_idx);
@@ -118,14 +119,83 @@ static void shfl_field(Type t, const char *field, Buf *out)
     buf_printf(out, "o.%s = (%s)nnk_shfl_down((%s)s->%s, d);\n", field, ctype(t), type_info[t].shuffle, field);
 }
 
+/* The row kept on chip (NAME__rd_row): a thread keeps its
+ * elements of the tensor inputs that more than one pass (the phases, the
+ * epilogue) reads, ROW_SLOTS_MAX of them at most, in registers of at most
+ * ROW_REG_BYTES (the unrolled loops index them by constants).  Fewer than
+ * ROW_SLOTS_MIN slots would cover too short a row to be worth a kernel
+ * (and the NNK_ILP groups need 8).  Marks them in `row`; returns the slots
+ * a thread holds, 0 for no row kernels. */
+enum { ROW_SLOTS_MAX = 16, ROW_SLOTS_MIN = 8, ROW_REG_BYTES = 128 };
+
+static int row_operands(const EmitOperands *o, uint8_t *row)
+{
+    const IrKernel *k = o->k;
+    int reads[NNKC_MAX_PARAMS * 2 + 2] = {0};
+    int32_t *roots = nnkc_scratch(sizeof *roots * (size_t)(k->nreds + k->nouts + 1));
+    /* the passes' nodes as emit_red_phase and emit_dev_epilogue mark them */
+    for (int ph = 1; ph <= k->nphases + 1; ph++) {
+        int n = 0;
+        if (ph <= k->nphases) {
+            for (int ri = 0; ri < k->nreds; ri++)
+                if (k->reds[ri].phase == ph)
+                    roots[n++] = k->reds[ri].arg;
+        } else {
+            for (int i = 0; i < k->nouts; i++)
+                roots[n++] = k->outs[i].node;
+        }
+        uint8_t *need = emit_mark(k, roots, n);
+        for (int op = 0; op < o->nops; op++)
+            reads[op] += !o->output[op] && emit_loads(k, need, op);
+    }
+    int bytes = 0;
+    for (int op = 0; op < o->nops; op++) {
+        row[op] = reads[op] > 1;
+        /* a register holds one element of 4 bytes or less */
+        int b = type_info[o->storage[op]].bits / 8;
+        bytes += row[op] ? (b < 4 ? 4 : b) : 0;
+    }
+    if (!bytes)
+        return 0;
+    int slots = ROW_SLOTS_MAX;
+    while (slots >= ROW_SLOTS_MIN && slots * bytes > ROW_REG_BYTES)
+        slots /= 2;
+    return slots >= ROW_SLOTS_MIN ? slots : 0;
+}
+
+/* The row kernels' keys: the row's fields, its loads and pointers. */
+static void row_keys(Compiler *c, const EmitOperands *o, const uint8_t *row, int slots, TDict *d)
+{
+    Buf fields = {0}, loads = {0}, ptrs = {0};
+    for (int op = 0; op < o->nops; op++) {
+        if (!row[op])
+            continue;
+        const char *t = stype(o->storage[op]);
+        buf_printf(&fields, "%s c%d[%d];\n", t, op, slots);
+        buf_printf(&ptrs, "const %s *__restrict__ g%d = (const %s *)p.data[%d];\n", t, op, t, op);
+        buf_printf(&loads, "rc->c%d[j] = g%d[b[%d] + ro[%d]];\n", op, op, op, op);
+    }
+    tsetf(d, "row_slots", "%d", slots);
+    tset(d, "row_fields", emit_str(c, &fields));
+    tset(d, "row_loads", emit_str(c, &loads));
+    tset(d, "row_ptrs", emit_str(c, &ptrs));
+}
+
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
     tsetf(d, "nphases", "%d", k->nphases);
-    /* NAME__cu_sizes' last entry: 1 = argmax/argmin */
-    tset(d, "cu_flags", emit_has_arg(k) ? "1" : "0");
+    uint8_t *row = nnkc_scratch((size_t)o->nops + 1);
+    int slots = row_operands(o, row);
+    tbool(d, "row", slots > 0);
+    if (slots)
+        row_keys(c, o, row, slots, d);
+    /* NAME__cu_sizes' last entry: 1 = argmax/argmin, the row kernels' slots
+     * a thread in bits 8-15 */
+    tsetf(d, "cu_flags", "%d", (emit_has_arg(k) ? 1 : 0) | slots << 8);
     EmitDevAccess cm = {DEV_SLICE, &cu_target};
-    EmitAccess cac = emit_dev_access(o, &cm);
+    EmitDevRow rm = {{DEV_ROW, &cu_target}, row};
+    EmitAccess cac = emit_dev_access(o, &cm), rac = emit_dev_access(o, &rm.m);
     emit_combine_keys(o, "p.", &cac, d);
     emit_fin_fields(o, d);
 
@@ -143,7 +213,21 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
             if (red_is_arg(r))
                 shfl_field(T_I64, arena_printf(c->arena, "x%d", ri), &shfl);
         }
-        pointers(o, need, false, &ptrs);
+        pointers(o, need, false, NULL, &ptrs);
+        if (slots) {
+            /* the same pass reading the row from rc (NAME__racc) */
+            TDict *Q = tdict_new(c->arena);
+            emit_red_phase(o, &rac, "p.", ph, Q);
+            const char *body = tget(Q, "elem_body"), *step = tget(Q, "step_code");
+            tset(P, "row_elem_body", body);
+            tset(P, "row_step_code", step);
+            /* the offsets in the slice, for what is not on chip (other
+             * operands, idx); NVVM warns of an array set and never read */
+            tbool(P, "row_ro", strstr(body, "ro[") || strstr(step, "ro["));
+            Buf rptrs = {0};
+            pointers(o, need, false, row, &rptrs);
+            tset(P, "row_phase_ptrs", rptrs.data ? emit_str(c, &rptrs) : "");
+        }
         /* what init (the identities), acc (the arguments) and final read */
         uint8_t *ineed = nnkc_scratch((size_t)k->nnodes + 1);
         bool acc_n = false, acc_i = false, final_n = false;
@@ -169,7 +253,15 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     /* the epilogue */
     uint8_t *need = emit_dev_epilogue(o, &cac, d);
     Buf ptrs = {0};
-    pointers(o, need, true, &ptrs);
+    pointers(o, need, true, NULL, &ptrs);
+    if (slots) {
+        TDict *Q = tdict_new(c->arena);
+        emit_dev_epilogue(o, &rac, Q);
+        tset(d, "row_epi_body", tget(Q, "epi_body"));
+        Buf rptrs = {0};
+        pointers(o, need, true, row, &rptrs);
+        tset(d, "row_epi_ptrs", emit_str(c, &rptrs));
+    }
     bool epi_n = false;
     tset(d, "read_scalars", scalars_of(c, o, need, &epi_n, NULL));
     tbool(d, "epi_n", epi_n);

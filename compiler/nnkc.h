@@ -717,7 +717,7 @@ void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *
  * kernels' operand addressing (gK through a vector element, at i, at the
  * plan's offsets, in a slice), an elementwise instance's loop bodies, a
  * reduction's finals and epilogue. */
-typedef enum { DEV_VEC, DEV_FLAT, DEV_OFF, DEV_SLICE } EmitDevMode;
+typedef enum { DEV_VEC, DEV_FLAT, DEV_OFF, DEV_SLICE, DEV_ROW } EmitDevMode;
 typedef struct EmitDevTarget {
     const char *vec;                        /* printf format of operand %d's vector element: "l%d.e[j]" */
     const char *plan, *raw_args, *raw_data; /* EmitAccess's (raw views, index(d)) */
@@ -727,6 +727,12 @@ typedef struct EmitDevAccess {
     EmitDevMode mode;
     const EmitDevTarget *t;
 } EmitDevAccess;
+/* DEV_ROW's access (m.mode DEV_ROW): the operands `row` marks are read
+ * from the row kept on chip, rc.cK[j]; the others as DEV_SLICE. */
+typedef struct EmitDevRow {
+    EmitDevAccess m;
+    const uint8_t *row;
+} EmitDevRow;
 EmitAccess emit_dev_access(const EmitOperands *o, const EmitDevAccess *m);
 uint8_t *emit_mark(const IrKernel *k, const int32_t *roots, int n);
 int emit_vec_elems(const EmitOperands *o);
@@ -792,6 +798,7 @@ void tsetf(TDict *d, const char *key, const char *fmt, ...) __attribute__((forma
 void tbool(TDict *d, const char *key, bool v);
 TDict *tpush(TDict *d, const char *key); /* appends an item to list `key` */
 void tlist(TDict *d, const char *key);   /* makes `key` an (empty) list */
+const char *tget(const TDict *d, const char *key); /* the text of `key` (set by tset), or NULL */
 void template_render(const char *name, const TDict *data, Buf *out);
 
 /* ===================================================================== */

@@ -100,6 +100,16 @@ void tlist(TDict *d, const char *key)
         entry(d, key, TV_LIST);
 }
 
+const char *tget(const TDict *d, const char *key)
+{
+    for (int i = 0; i < d->entries.n; i++) {
+        const TEntry *e = d->entries.items[i];
+        if (strcmp(e->key, key) == 0)
+            return e->kind == TV_STR ? e->str : NULL;
+    }
+    return NULL;
+}
+
 static const TEntry *find(const TDict *d, const char *key, size_t n)
 {
     for (; d; d = d->parent) {

@@ -6,7 +6,9 @@ are also checked against numpy.  Kernels: tests/cuda/kernels/emu_extra.nnk.
 Sizes: around the block and vector widths (1, 3, 31, 33, 255, 257, 1023,
 4097), unaligned and strided views, long slices that the split path cuts
 (2 x 100003), many short ones (700 x 3), column reductions; short rows
-(the warp-per-row kernel) and the split's tree merge of many parts."""
+(the warp-per-row kernel), the rows kept on chip (bit for bit against
+the kernels that read them per phase) and the split's tree merge of many
+parts."""
 import os
 import sys
 
@@ -98,6 +100,37 @@ def short_rows():
         M().layernorm(x, axes=1)
 
 
+def test_row_on_chip():
+    """The row kept on chip (rd_row, a warp or a block per row) gives the bits
+    of rd_warp and rd_block (emu_conformance.row_twins, every call) at the
+    slot-count edges of its 16 slots (8 for centre_f64): rows of 1 to 16
+    slots a lane (n up to 512), the NNK_ILP groups whole and not (n = 128,
+    129, 160, 161), rows only the block holds (1024; 4096 at 256 threads)
+    and none holds (4097); contiguous and strided rows, the outer axis of
+    (33, 20) (one dimension at a pitch), (4, 9, 40) over axes 0 and 2 (two
+    dimensions: rd_row refuses them); two inputs kept (centre)."""
+    before = E.Stats.row_twins
+    every = E.RD_COMBOS
+    E.RD_COMBOS = [c for c in every if c[2] in E.ROW_TWIN or c[2] in E.ROW_TWIN.values()]  # the twins
+    try:
+        for shape, axes in (((20, 1), 1), ((20, 31), 1), ((17, 128), 1), ((17, 129), 1), ((16, 160), 1),
+                            ((16, 161), 1), ((16, 512), 1), ((16, 1024), 1), ((3, 4096), 1), ((2, 4097), 1),
+                            ((33, 20), 0), ((4, 9, 40), (0, 2))):
+            x = rng.standard_normal(shape).astype(np.float32)
+            w = rng.standard_normal(shape).astype(np.float32)
+            M().softmax_f32(x, axes=axes)
+            M().layernorm(x, axes=axes)
+            M().centre_f32(x, w, axes=axes)
+            if shape[-1] in (1, 129, 161, 4097):
+                M().softmax_bf16(C.bf16(x), axes=axes)
+                M().centre_f64(x.astype(np.float64), w.astype(np.float64), axes=axes)
+        xs = rng.standard_normal((24, 300)).astype(np.float32)
+        M().softmax_f32(xs[:, ::2], axes=1)  # strided rows
+    finally:
+        E.RD_COMBOS = every
+    C.check(E.Stats.row_twins > before, "no row-kernel result was compared with its twin")
+
+
 def test_split_tree_merge():
     """The split's parts merged by rd_fin's tree: NNK_EMU_PARTS forces more
     parts than a block has threads (each thread then folds several), one
@@ -122,6 +155,8 @@ def test_split_tree_merge():
 
 if __name__ == "__main__":
     rc = C.main(globals())
-    print("# emu_extra: %d calls, %d emulated launches over %d knob combinations, %.1fs emulating" % (
-        E.Stats.calls, E.Stats.launches, len(E.Stats.combos), E.Stats.seconds))
+    print("# emu_extra: %d calls, %d emulated launches over %d knob combinations, %.1fs emulating; "
+          "%d row-on-chip results equal to their twins' bits, %d row launches refused" % (
+              E.Stats.calls, E.Stats.launches, len(E.Stats.combos), E.Stats.seconds, E.Stats.row_twins,
+              E.Stats.row_skipped))
     sys.exit(rc)

@@ -433,6 +433,11 @@ static int fake_has(void *user, const char *suffix)
     return strcmp(suffix, "rd_warp") != 0 || ((fake_gpu *)user)->has_warp;
 }
 
+static int fake_has_no_row(void *user, const char *suffix)
+{
+    return strcmp(suffix, "rd_row") != 0 && fake_has(user, suffix);
+}
+
 /* A plan of one operand (x) and an output over shape[], row-major unless
  * strides are given (for x; the output is contiguous). */
 static void fake_plan(nnk_plan *p, int ndim, const int64_t *shape, const int64_t *xstrides, int nred)
@@ -467,6 +472,76 @@ static int run_fake(fake_gpu *g, int reduction, const nnk_plan *p, int sms, int 
     char err[256];
     g->n = 0;
     return nnk_cuda_dispatch("k", reduction, &sz, p, &L, err, sizeof err);
+}
+
+/* The row kept on chip (rd_row, NNK_CUDA_WROW for a warp per row): chosen
+ * where rd_warp or rd_block would run and the module's row_slots cover the
+ * slice (a row of one dimension); the same shape and SM count, the same
+ * choice.  `has_row` 0 is code without rd_row (an older nnkc). */
+static int run_rows(fake_gpu *g, const nnk_plan *p, int force, int slots, int has_row)
+{
+    nnk_cuda_sizes sz = {.nphases = 2, .finals_size = 8, .state_size = {4, 4}, .row_slots = slots};
+    nnk_cuda_launcher L = {.user = g, .launch = fake_launch, .alloc = fake_alloc, .release = fake_release,
+                           .has = has_row ? fake_has : fake_has_no_row, .num_sms = 132, .force = force};
+    char err[256];
+    g->n = 0;
+    return nnk_cuda_dispatch("k", 1, &sz, p, &L, err, sizeof err);
+}
+
+static void test_dispatch_rows(void)
+{
+    fake_gpu g = {.has_warp = 1};
+    nnk_plan p;
+    static const struct {
+        int64_t kept, n;
+        int slots, has_row;
+        const char *kernel;
+        int wrow;
+    } c[] = {
+        {1000000, 64, 16, 1, "k__rd_row", 1},  {1000000, 512, 16, 1, "k__rd_row", 1},
+        {1000000, 513, 16, 1, "k__rd_warp", 0}, /* past a warp's 16 slots: rd_warp's bits, read per phase */
+        {1000000, 513, 16, 0, "k__rd_warp", 0}, {100000, 512, 8, 1, "k__rd_warp", 0},
+        {100000, 256, 8, 1, "k__rd_row", 1},   {10000, 4096, 16, 1, "k__rd_row", 0},
+        {10000, 4097, 16, 1, "k__rd_block", 0}, {10000, 2048, 8, 1, "k__rd_row", 0},
+        {10000, 2049, 8, 1, "k__rd_block", 0},  {4, 4096, 16, 1, "k__rd_row", 0}, /* few rows: still a block each */
+        {1000000, 64, 0, 1, "k__rd_warp", 0},  {1000000, 64, 16, 0, "k__rd_warp", 0},
+        {4, 100000, 16, 1, "k__rd_part", 0}, /* the split reads per phase */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int64_t shape[2] = {c[i].kept, c[i].n};
+        fake_plan(&p, 2, shape, NULL, 1);
+        for (int rep = 0; rep < 2; rep++) {
+            CHECK(run_rows(&g, &p, 0, c[i].slots, c[i].has_row) == 0 && strcmp(g.name[0], c[i].kernel) == 0 &&
+                      !!(g.args[0].p.flags & NNK_CUDA_WROW) == c[i].wrow,
+                  "%lld rows of %lld, %d slots%s: %s (want %s), a warp a row %d", (long long)c[i].kept,
+                  (long long)c[i].n, c[i].slots, c[i].has_row ? "" : ", no rd_row", g.name[0], c[i].kernel,
+                  !!(g.args[0].p.flags & NNK_CUDA_WROW));
+        }
+    }
+    /* rd_warp's grid for the warp mode, rd_block's for the block mode */
+    int64_t shape[2] = {1000000, 64};
+    fake_plan(&p, 2, shape, NULL, 1);
+    CHECK(run_rows(&g, &p, 0, 16, 1) == 0 && g.gx[0] == 132 * 32, "warp rows: %u blocks", g.gx[0]);
+    shape[0] = 800;
+    fake_plan(&p, 2, shape, NULL, 1);
+    CHECK(run_rows(&g, &p, 0, 16, 1) == 0 && g.gx[0] == 100, "800 warp rows: %u blocks", g.gx[0]);
+    /* two reduced dimensions: the per-phase kernels; forced, refused */
+    int64_t three[3] = {1000, 8, 8};
+    fake_plan(&p, 3, three, NULL, 2);
+    CHECK(run_rows(&g, &p, 0, 16, 1) == 0 && strcmp(g.name[0], "k__rd_row") != 0, "two reduced dims: %s", g.name[0]);
+    CHECK(run_rows(&g, &p, 5, 16, 1) != 0 && run_rows(&g, &p, 6, 16, 1) != 0, "rd_row forced over two dims");
+    /* forced past its slots, or into code without row slots: refused */
+    shape[1] = 513;
+    fake_plan(&p, 2, shape, NULL, 1);
+    CHECK(run_rows(&g, &p, 5, 16, 1) != 0 && run_rows(&g, &p, 6, 16, 1) == 0 && run_rows(&g, &p, 6, 0, 1) != 0,
+          "forced row kernels");
+    /* strided rows (x at a pitch, elements 3 apart) take it too */
+    int64_t st[2] = {3000, 3};
+    shape[0] = 1000;
+    shape[1] = 1000;
+    fake_plan(&p, 2, shape, st, 1);
+    CHECK(run_rows(&g, &p, 0, 16, 1) == 0 && strcmp(g.name[0], "k__rd_row") == 0 && !(g.args[0].p.flags & NNK_CUDA_WROW),
+          "strided rows: %s", g.name[0]);
 }
 
 static void test_dispatch(void)
@@ -655,6 +730,7 @@ int main(void)
     unsetenv("NNK_CUDA_DRIVER");
     test_reduce_op();
     test_dispatch();
+    test_dispatch_rows();
     test_rect_plan();
     test_extensions();
     test_drivers();

@@ -114,6 +114,7 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
         sizes.finals_size = s[1];
         for (int i = 0; i < s[0] && i < 64; i++)
             sizes.state_size[i] = s[2 + i];
+        sizes.row_slots = s[0] >= 0 && s[0] <= 64 ? (s[2 + s[0]] >> 8) & 0xff : 0;
     }
     Emu e = {err, errlen, raw != nullptr, name};
     nnk_cuda_launcher L;

@@ -174,10 +174,10 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
     /* NNK_CUDA_PTX=1: JIT to PTX the driver compiles, never cubins (the
      * fallback for drivers that refuse NVRTC's cubins, on demand: tests) */
     S->force_ptx = env_uint(S, "NNK_CUDA_PTX") != 0;
-    if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 4 || S->parts > 65535) {
+    if ((S->block && (S->block % 32 || S->block > NNK_CUDA_BLOCK)) || S->force > 6 || S->parts > 65535) {
         free(S);
         return host->set_error(NNK_EINVAL,
-                               "%s: NNK_CUDA_BLOCK must be a multiple of 32 up to %d, NNK_CUDA_FORCE 0..4, "
+                               "%s: NNK_CUDA_BLOCK must be a multiple of 32 up to %d, NNK_CUDA_FORCE 0..6, "
                                "NNK_CUDA_PARTS 0..65535",
                                ext, NNK_CUDA_BLOCK);
     }
@@ -711,7 +711,7 @@ nnk_status cu_nvrtc_ready(cu_state *S)
 /* ---- modules ------------------------------------------------------------------------- */
 
 static const char *const suffixes[CU_NSUFFIX] = {"ew_c",    "ew_c64",  "ew_s",   "rd_block", "rd_thread",
-                                                 "rd_part", "rd_fin", "rd_epi", "rd_warp"};
+                                                 "rd_part", "rd_fin", "rd_epi", "rd_warp",  "rd_row"};
 
 static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
                                       bool ptx, cu_module *m, CUresult *load_error);
@@ -801,6 +801,7 @@ static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image,
             m->sizes.state_size[i] = buf[2 + i];
         /* the flags after the states (code from older nnkc has none) */
         m->argmax = (size_t)(3 + buf[0]) * 4 <= bytes && (buf[2 + buf[0]] & 1);
+        m->sizes.row_slots = (size_t)(3 + buf[0]) * 4 <= bytes ? (buf[2 + buf[0]] >> 8) & 0xff : 0;
     }
     m->refs = 1;
     return NNK_OK;
@@ -1242,7 +1243,8 @@ static int suffix_index(const char *name)
     return -1;
 }
 
-/* Code of an older nnkc has no rd_warp: the dispatch then takes rd_block. */
+/* Code of an older nnkc has no rd_warp (nor rd_row): the dispatch then
+ * takes rd_block. */
 static int lc_has(void *user, const char *suffix)
 {
     launch_ctx *L = user;

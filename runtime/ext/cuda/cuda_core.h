@@ -46,7 +46,7 @@ typedef struct cu_device {
 } cu_device;
 
 /* A loaded module: the kernels of one instance on one device. */
-enum { CU_NSUFFIX = 9 };
+enum { CU_NSUFFIX = 10 };
 typedef struct cu_module {
     struct cu_module *next;
     char key[65];                /* the compiled code's cache key, or "" for linked code */

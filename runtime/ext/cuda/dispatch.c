@@ -213,6 +213,25 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
             (!L->has || L->has(L->user, "rd_warp")))
             force = 4;
     }
+    /* The row on chip: slices of one dimension that a thread's row_slots
+     * elements cover are read once (the kernels keep them in registers
+     * across the phases), with the same bits as rd_warp and rd_block (the
+     * same elements in the same accumulators, folded in the same order). */
+    int slots = sizes && sizes->row_slots > 0 && p->nred == 1 ? sizes->row_slots : 0;
+    int has_row = !L->has || L->has(L->user, "rd_row");
+    if (!L->force && slots && has_row && ((force == 4 && n <= (int64_t)32 * slots) || (force == 1 && n <= (int64_t)block * slots)))
+        force = force == 4 ? 5 : 6;
+    if (force == 5 || force == 6) {
+        int64_t lanes = force == 5 ? 32 : block;
+        if (!slots || n > lanes * slots)
+            return fail(err, errlen, "the row does not fit the kernel that keeps it on chip");
+        /* rd_warp's or rd_block's grid */
+        unsigned rows = force == 5 && warp_fits(sizes) ? block / 32 : 1;
+        if (force == 5)
+            ra.a.p.flags |= NNK_CUDA_WROW;
+        return launch(L, name, "rd_row", grid_for(force == 5 ? (p->nkept + rows - 1) / rows * block : p->nkept * block, block, L),
+                      1, block, &ra.a, err, errlen);
+    }
     if (force == 4) {
         /* a warp per position, NNK_WROWS (the prelude's) per block */
         unsigned rows = sizes && warp_fits(sizes) ? block / 32 : 1;

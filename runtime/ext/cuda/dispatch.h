@@ -25,7 +25,9 @@ typedef struct nnk_cuda_launcher {
     /* Test knobs, 0 for the defaults: */
     unsigned block;   /* threads per block (a multiple of 32, at most NNK_CUDA_BLOCK) */
     unsigned max_grid;/* cap on blocks per launch (grid-stride loops take the rest) */
-    int force;        /* reductions: 1 block per output, 2 thread per output, 3 split, 4 warp per output;
+    int force;        /* reductions: 1 block per output, 2 thread per output, 3 split, 4 warp per output,
+                       * 5 warp per output with the row on chip (rd_row), 6 block per output with it
+                       * (refused where the row does not fit);
                        * elementwise: 1 64-bit offsets in NAME__ew_s (never NNK_CUDA_IDX32) */
     int parts;        /* split reductions: blocks per output position (capped by max_grid) */
     /* The kernels read raw parameters or index(d) (NAME__cu_raw): args
@@ -36,11 +38,14 @@ typedef struct nnk_cuda_launcher {
 } nnk_cuda_launcher;
 
 /* The reduction layout of an instance, as the CUDA code computes it
- * (NAME__cu_sizes): phases, bytes of the finals, bytes of each phase's state. */
+ * (NAME__cu_sizes): phases, bytes of the finals, bytes of each phase's
+ * state; the elements a thread of NAME__rd_row keeps on chip, 0 when the
+ * code has no such kernel (NAME__cu_sizes' flags, bits 8-15). */
 typedef struct nnk_cuda_sizes {
     int32_t nphases;
     int32_t finals_size;
     int32_t state_size[64];
+    int32_t row_slots;
 } nnk_cuda_sizes;
 
 /* Runs `name` (an instance: NAME__ew_* / NAME__rd_*) over plan `p`, whose

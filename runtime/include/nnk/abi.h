@@ -197,7 +197,9 @@ typedef struct nnk_kernel_desc {
  *                NAME__rd_thread (a thread per output position),
  *                NAME__rd_part, NAME__rd_fin, NAME__rd_epi (a reduction split
  *                over many blocks, phase by phase, deterministic),
- *                NAME__rd_warp (a warp per output position: short slices)
+ *                NAME__rd_warp (a warp per output position: short slices),
+ *                NAME__rd_row (rd_warp or rd_block, NNK_CUDA_WROW saying which,
+ *                with the slice kept in registers across the phases)
  * The host side that picks one is runtime/ext/cuda/dispatch.c. */
 #define NNK_CUDA_MAX_DIMS 8
 #define NNK_CUDA_MAX_TENSORS 16
@@ -206,8 +208,10 @@ typedef struct nnk_kernel_desc {
 
 /* flags: NNK_CUDA_VEC every operand 16-byte aligned; NNK_CUDA_IDX32 every
  * flat index and every operand's offset fits in an int32_t (NAME__ew_s then
- * divides by the extents with nnk_cuda_args' magic numbers) */
-enum { NNK_CUDA_VEC = 1, NNK_CUDA_IDX32 = 2 };
+ * divides by the extents with nnk_cuda_args' magic numbers); NNK_CUDA_WROW
+ * NAME__rd_row gives a warp to each output position (as rd_warp), else a
+ * block (as rd_block) */
+enum { NNK_CUDA_VEC = 1, NNK_CUDA_IDX32 = 2, NNK_CUDA_WROW = 4 };
 
 typedef struct nnk_cuda_plan {
     int32_t ndim, nred, nops, flags;
