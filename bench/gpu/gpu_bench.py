@@ -6,16 +6,19 @@ measurement and a summary of the ratios against their goals:
   elementwise bandwidth / device-to-device copy bandwidth   goal >= 0.9
   torch.sum time / nnk sum time                               goal >= 1.0
   torch softmax, layer_norm (rows) time / nnk time            goal >= 1.2
+  rd_warp / rd_block time / rd_row time (the row on chip)      reported
   torch.sum(dim=1) of rows (1e6 x 64: a warp per row) / nnk  goal >= 1.0
   torch broadcast add time / nnk (the strided path)          goal >= 1.0
 
-    gpu_bench.py [--ext cuda|cudnn|cpu] [--scale S] [--quick]
+    gpu_bench.py [--ext cuda|cudnn|cpu] [--scale S] [--quick] [--rows-only]
 
 --scale multiplies the problem sizes (default 1: 2^28 floats for the
 bandwidth and sum tests); --ext cpu --scale 0.001 checks this script on a
 machine without a GPU.  Environment: top_builddir or NNK_LIBNNK (libnnk),
 NNK_EXTENSION_PATH.  Exit 0 when every measurement ran (goals are
-reported, not enforced), 1 on an error.
+reported, not enforced), 1 on an error.  --rows-only times the rows of
+softmax and layer norm only, one line each (the child that runs the
+per-phase kernels under NNK_CUDA_FORCE).
 """
 import os
 import statistics
@@ -92,9 +95,99 @@ def peers():
     return out
 
 
+# Rows of softmax and layer norm, with the kernel dispatch.c gives each on
+# 132 SMs (docs/cuda-backend.md): rd_row keeps the row on chip (16 slots a
+# thread for these f32 kernels: rows of up to 512 in a warp, 4096 in a
+# block) and reads it once; rd_warp and rd_block read it once per phase.
+ROW_SHAPES = [((1 << 20, 32), "row on chip, a warp a row"), ((65536, 512), "row on chip, a warp a row"),
+              ((16384, 4096), "row on chip, a block a row"), ((65536, 1024), "rd_warp, read per phase"),
+              ((8192, 8192), "rd_block, read per phase")]
+# the per-phase kernel with the same bits as each rd_row shape (NNK_CUDA_FORCE)
+ROW_TWIN = {"a warp a row": ("4", "rd_warp"), "a block a row": ("1", "rd_block")}
+
+
+def row_shapes(scale):
+    return [((max(int(r * scale), 8), c), path) for (r, c), path in ROW_SHAPES]
+
+
+def rows_bench(rt, ctx, m, sync, P, iters, scale, quiet):
+    """Softmax and layer norm over the rows of ROW_SHAPES: GB/s (a read and
+    a write of every element), a check of the first rows, the time against
+    PyTorch's; returns {(kernel, rows, cols): seconds}."""
+    rng = np.random.default_rng(1)
+    times = {}
+    for (rows, cols), path in row_shapes(scale):
+        xr = rng.standard_normal((rows, cols), dtype=np.float32)
+        d = rt.from_numpy(ctx, xr)
+        o = rt.new(ctx, "f32", [rows, cols])
+        for kname in ("softmax", "layernorm"):
+            a = rt.args()
+            rt.fill_args(a, [d], [o], axes=[1])
+            kern = m.kernel(kname)
+            t = best_time(lambda: rt.launch_args(kern, a), sync, iters)
+            rt.lib.nnk_args_free(a)
+            times[(kname, rows, cols)] = t
+            got = rt.to_numpy(o)[:4]
+            if kname == "softmax":
+                e = np.exp(xr[:4].astype(np.float64) - xr[:4].max(axis=1, keepdims=True))
+                ref = e / e.sum(axis=1, keepdims=True)
+            else:
+                mu = xr[:4].astype(np.float64).mean(axis=1, keepdims=True)
+                ref = (xr[:4] - mu) / np.sqrt(((xr[:4] - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+            if not np.allclose(got, ref, rtol=1e-3, atol=1e-5):
+                raise SystemExit("bench: wrong %s result (%d x %d)" % (kname, rows, cols))
+            if quiet:
+                continue
+            report("%s of %d rows x %d (%s): nnk" % (kname, rows, cols, path), 2 * 4 * rows * cols / t / 1e9,
+                   unit="GB/s")
+            if "torch" in P:
+                torch = P["torch"]
+                tx = torch.from_numpy(xr).cuda()
+                if kname == "softmax":
+                    tt = best_time(lambda: torch.softmax(tx, dim=-1), torch.cuda.synchronize, iters)
+                else:
+                    tt = best_time(lambda: torch.nn.functional.layer_norm(tx, (cols,), eps=1e-5),
+                                   torch.cuda.synchronize, iters)
+                report("torch %s time / nnk time (%d x %d)" % (kname, rows, cols), tt / t, 1.2)
+                del tx
+        rt.free(d)
+        rt.free(o)
+    return times
+
+
+def per_phase_twins(times, scale):
+    """The rd_row shapes once more in a child forced onto the per-phase twin
+    (rd_warp, rd_block: the same bits, the row read per phase), reported as
+    twin time / rd_row time (above 1: keeping the row on chip pays)."""
+    import subprocess
+    for tag, (force, kernel) in sorted(ROW_TWIN.items()):
+        env = dict(os.environ, NNK_CUDA_FORCE=force)
+        try:
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--ext", "cuda", "--scale", repr(scale),
+                                  "--rows-only", "--quick"], env=env, capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            print("bench: the per-phase twin (%s) took over 30 s: not measured" % kernel, flush=True)
+            continue
+        twin = {}
+        for line in out.stdout.splitlines():
+            f = line.split()
+            if len(f) == 6 and f[1] == "rows-time":
+                twin[(f[2], int(f[3]), int(f[4]))] = float(f[5])
+        if out.returncode != 0 or not twin:
+            print("bench: the per-phase twin (%s) failed: %s" % (kernel, (out.stdout + out.stderr)[-400:]), flush=True)
+            continue
+        for (rows, cols), path in row_shapes(scale):
+            if not path.endswith(tag):
+                continue
+            for kname in ("softmax", "layernorm"):
+                key = (kname, rows, cols)
+                if key in twin and key in times:
+                    report("%s time / rd_row time, %s (%d x %d)" % (kernel, kname, rows, cols), twin[key] / times[key])
+
+
 def main():
     argv = sys.argv[1:]
-    ext_name, scale, quick = "cuda", 1.0, False
+    ext_name, scale, quick, rows_only = "cuda", 1.0, False, False
     while argv:
         a = argv.pop(0)
         if a == "--ext":
@@ -103,12 +196,15 @@ def main():
             scale = float(argv.pop(0))
         elif a == "--quick":
             quick = True
+        elif a == "--rows-only":
+            rows_only = True
         else:
             print(__doc__)
             return 2
-    # a fresh disk cache: the first compile below is cold
-    cache = tempfile.mkdtemp(prefix="nnk-bench-cache-")
-    os.environ["NNK_CACHE_DIR"] = cache
+    # a fresh disk cache: the first compile below is cold (the rows-only
+    # child shares its parent's)
+    if not (rows_only and os.environ.get("NNK_CACHE_DIR")):
+        os.environ["NNK_CACHE_DIR"] = tempfile.mkdtemp(prefix="nnk-bench-cache-")
     build = os.environ.get("top_builddir") or os.getcwd()
     rt = nnkrt.Runtime(os.environ.get("NNK_LIBNNK") or nnkrt.find_libnnk(build))
     ext = rt.extension(ext_name)
@@ -121,6 +217,12 @@ def main():
     sync = lambda: rt.sync(ext, 0)  # noqa: E731
     P = peers() if ext_name != "cpu" else {}
     iters = 3 if quick else 10
+    if rows_only:
+        times = rows_bench(rt, ctx, rt.module(ctx, SOURCE), sync, P, iters, scale, True)
+        for (kname, rows, cols), t in sorted(times.items()):
+            print("bench: rows-time %s %d %d %.9g" % (kname, rows, cols, t), flush=True)
+        rt.lib.nnk_context_free(ctx)
+        return 0
 
     # ---- the JIT: cold compile, disk hit, memory hit ----
     tag = "%d_%d" % (os.getpid(), int(time.time()))
@@ -233,39 +335,9 @@ def main():
         rt.free(a)
 
     # ---- rows: softmax and layer norm ----
-    shapes = [(int(65536 * scale) or 8, 1024), (int(8192 * scale) or 8, 8192), (int(1 << 20) and int((1 << 20) * scale) or 64, 32)]
-    for rows, cols in shapes:
-        xr = rng.standard_normal((rows, cols), dtype=np.float32)
-        d = rt.from_numpy(ctx, xr)
-        o = rt.new(ctx, "f32", [rows, cols])
-        for kname in ("softmax", "layernorm"):
-            a = rt.args()
-            rt.fill_args(a, [d], [o], axes=[1])
-            kern = m.kernel(kname)
-            t = best_time(lambda: rt.launch_args(kern, a), sync, iters)
-            rt.lib.nnk_args_free(a)
-            report("%s of %d rows x %d: nnk" % (kname, rows, cols), 2 * 4 * rows * cols / t / 1e9, unit="GB/s")
-            got = rt.to_numpy(o)[:4]
-            if kname == "softmax":
-                e = np.exp(xr[:4].astype(np.float64) - xr[:4].max(axis=1, keepdims=True))
-                ref = e / e.sum(axis=1, keepdims=True)
-            else:
-                mu = xr[:4].astype(np.float64).mean(axis=1, keepdims=True)
-                ref = (xr[:4] - mu) / np.sqrt(((xr[:4] - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
-            if not np.allclose(got, ref, rtol=1e-3, atol=1e-5):
-                raise SystemExit("bench: wrong %s result" % kname)
-            if "torch" in P:
-                torch = P["torch"]
-                tx = torch.from_numpy(xr).cuda()
-                if kname == "softmax":
-                    tt = best_time(lambda: torch.softmax(tx, dim=-1), torch.cuda.synchronize, iters)
-                else:
-                    tt = best_time(lambda: torch.nn.functional.layer_norm(tx, (cols,), eps=1e-5),
-                                   torch.cuda.synchronize, iters)
-                report("torch %s time / nnk time (%d x %d)" % (kname, rows, cols), tt / t, 1.2)
-                del tx
-        rt.free(d)
-        rt.free(o)
+    times = rows_bench(rt, ctx, m, sync, P, iters, scale, False)
+    if ext_name == "cuda":
+        per_phase_twins(times, scale)
     # ---- row sums (short rows: a warp per row) and split sums of several sizes ----
     sum_cases = [("rows", int(1000000 * scale) or 64, 64), ("rows", int(65536 * scale) or 8, 1024)]
     sum_cases += [("split", 1, int(n * scale) or 4096) for n in (1 << 20, 1 << 24)]
