@@ -23,6 +23,8 @@
 #include "internal.h"
 #include "nnkc.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,6 +220,154 @@ static void test_drivers(void)
     setenv("NNK_CUDA_BLOCK", "100", 1);
     CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_EINVAL, "NNK_CUDA_BLOCK=100 is refused");
     unsetenv("NNK_CUDA_BLOCK");
+}
+
+/* ---- pinned staging of host copies, on tests/cuda/fakecuda.c ----------------------------- */
+
+typedef struct {
+    long pinned_live, pinned_allocs, pinned_frees;
+    long async_pinned, async_pageable;
+    long syncs;
+    long bytes_to_device, bytes_to_host;
+} fake_counters; /* fakecuda.c's fakecuda_counters_t */
+
+typedef struct {
+    cu_state *S;
+    size_t bytes;
+    int ok;
+} copy_job;
+
+/* A round trip of `bytes` of a pattern through device memory. */
+static int round_trip(cu_state *S, size_t bytes, unsigned seed)
+{
+    unsigned char *a = malloc(bytes + 1), *b = malloc(bytes + 1);
+    void *dev = NULL;
+    int ok = a && b && cu_mem_alloc(S, 0, bytes, &dev) == NNK_OK;
+    /* xorshift bytes: no period a chunk of the staging could hide behind */
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; ok && i < bytes; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        a[i] = (unsigned char)(x >> 24);
+    }
+    ok = ok && cu_copy(S, 0, NNK_COPY_HOST_TO_DEVICE, dev, a, bytes) == NNK_OK &&
+         cu_copy(S, 0, NNK_COPY_DEVICE_TO_HOST, b, dev, bytes) == NNK_OK && memcmp(a, b, bytes) == 0;
+    if (dev)
+        cu_mem_free(S, 0, dev);
+    free(a);
+    free(b);
+    return ok;
+}
+
+static void *copy_thread(void *arg)
+{
+    copy_job *j = arg;
+    j->ok = 1;
+    for (unsigned r = 0; r < 4; r++)
+        j->ok &= round_trip(j->S, j->bytes + r, r + (unsigned)j->bytes);
+    return NULL;
+}
+
+static void test_staging(void)
+{
+    const char *b = getenv("top_builddir");
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s/tests/cuda/.libs/libfakecuda.so", b ? b : ".");
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void (*counters)(fake_counters *) = h ? (void (*)(fake_counters *))dlsym(h, "fakecuda_counters") : NULL;
+    CHECK(counters != NULL, "the fake driver %s: %s", lib, h ? "no fakecuda_counters" : dlerror());
+    if (!counters)
+        return;
+    setenv("NNK_CUDA_DRIVER", lib, 1);
+    cu_state *S = NULL;
+    CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_OK && S->ndevices == 1, "init on the fake driver: %s",
+          S ? cu_status(S) : nnk_last_error());
+    if (!S || S->ndevices != 1) {
+        cu_fini(S);
+        unsetenv("NNK_CUDA_DRIVER");
+        return;
+    }
+    /* below CU_STAGE_MIN pageable; from it on staged, in 1, 2, 5 halves */
+    static const size_t sizes[] = {1000, CU_STAGE_MIN - 1, CU_STAGE_MIN, (CU_STAGE_BYTES / 2) + 17,
+                                   2 * CU_STAGE_BYTES + 5};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        fake_counters c0, c1;
+        counters(&c0);
+        CHECK(round_trip(S, sizes[i], (unsigned)i), "round trip of %zu bytes", sizes[i]);
+        counters(&c1);
+        size_t chunks = sizes[i] < CU_STAGE_MIN ? 0 : (sizes[i] + CU_STAGE_BYTES / 2 - 1) / (CU_STAGE_BYTES / 2);
+        CHECK(c1.async_pinned - c0.async_pinned == (long)(2 * chunks) &&
+                  c1.async_pageable - c0.async_pageable == (chunks ? 0 : 2),
+              "%zu bytes: %ld pinned copies (want %zu), %ld pageable", sizes[i], c1.async_pinned - c0.async_pinned,
+              2 * chunks, c1.async_pageable - c0.async_pageable);
+    }
+    fake_counters c;
+    counters(&c);
+    CHECK(c.pinned_live == 1 && c.pinned_allocs == 1, "one staging buffer, reused: %ld live, %ld allocated",
+          c.pinned_live, c.pinned_allocs);
+    /* several threads at once: one has the staging, the others copy pageable */
+    copy_job jobs[3];
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (copy_job){S, (size_t)CU_STAGE_BYTES / 2 * 3 + (size_t)i, 0};
+        pthread_create(&t[i], NULL, copy_thread, &jobs[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(jobs[i].ok, "thread %d's round trips", i);
+    }
+    /* clear_memory_cache frees it; the next copy pins again */
+    CHECK(cu_clear_memory_cache(S) == NNK_OK, "clear");
+    counters(&c);
+    CHECK(c.pinned_live == 0 && c.pinned_frees == 1, "clear_memory_cache freed the staging: %ld live", c.pinned_live);
+    CHECK(round_trip(S, CU_STAGE_MIN, 9), "a copy after the clear");
+    counters(&c);
+    CHECK(c.pinned_live == 1 && c.pinned_allocs == 2, "pinned again: %ld live", c.pinned_live);
+    cu_fini(S);
+    counters(&c);
+    CHECK(c.pinned_live == 0, "freed at unload: %ld live", c.pinned_live);
+
+    /* pinning refused: pageable copies, the same bytes */
+    setenv("FAKECUDA_NO_PIN", "1", 1);
+    S = NULL;
+    CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_OK && S->ndevices == 1, "init, no pinning");
+    if (S && S->ndevices == 1) {
+        fake_counters c0, c1;
+        counters(&c0);
+        CHECK(round_trip(S, 2 * CU_STAGE_BYTES + 5, 3) && round_trip(S, CU_STAGE_MIN, 4), "round trips, no pinning");
+        counters(&c1);
+        CHECK(c1.async_pinned == c0.async_pinned && c1.async_pageable - c0.async_pageable == 4 && c1.pinned_live == 0,
+              "no pinning: %ld pinned, %ld pageable copies", c1.async_pinned - c0.async_pinned,
+              c1.async_pageable - c0.async_pageable);
+    }
+    cu_fini(S);
+    unsetenv("FAKECUDA_NO_PIN");
+
+    /* out of memory in a copy, staged or not: NNK_ENOMEM */
+    setenv("FAKECUDA_COPY_OOM", "1", 1);
+    S = NULL;
+    CHECK(cu_init(&rt_host_api, "cuda", &S) == NNK_OK && S->ndevices == 1, "init, copies out of memory");
+    if (S && S->ndevices == 1) {
+        size_t n = CU_STAGE_BYTES;
+        char *a = calloc(1, n);
+        void *dev = NULL;
+        CHECK(a && cu_mem_alloc(S, 0, n, &dev) == NNK_OK, "alloc");
+        if (a && dev) {
+            CHECK(cu_copy(S, 0, NNK_COPY_HOST_TO_DEVICE, dev, a, n) == NNK_ENOMEM, "staged copy out of memory: %s",
+                  nnk_last_error());
+            CHECK(cu_copy(S, 0, NNK_COPY_DEVICE_TO_HOST, a, dev, n) == NNK_ENOMEM, "staged copy back out of memory");
+            CHECK(cu_copy(S, 0, NNK_COPY_HOST_TO_DEVICE, dev, a, 100) == NNK_ENOMEM, "pageable copy out of memory");
+        }
+        if (dev)
+            cu_mem_free(S, 0, dev);
+        free(a);
+    }
+    cu_fini(S);
+    unsetenv("FAKECUDA_COPY_OOM");
+    unsetenv("NNK_CUDA_DRIVER");
+    counters(&c);
+    CHECK(c.pinned_live == 0, "no staging left: %ld live", c.pinned_live);
 }
 
 /* ---- the JIT without a device ------------------------------------------------------------- */
@@ -734,6 +884,7 @@ int main(void)
     test_rect_plan();
     test_extensions();
     test_drivers();
+    test_staging();
     bool nvrtc = test_jit();
     nnk_shutdown();
     printf("test_cuda: %d checks, %d failed%s\n", checks, failures, nvrtc ? "" : "; NVRTC not found: JIT not tested");

@@ -38,6 +38,7 @@ enum {
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
 enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum { CU_MEMHOSTALLOC_PORTABLE = 1 };
 enum { CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 };
 
 enum {
@@ -105,7 +106,9 @@ typedef struct CUDA_MEMCPY2D {
 
 /* Entry points of newer drivers (11.2, 11.3): NULL when the driver lacks
  * them, and the extension does without (stream-ordered scratch; strided
- * device copies, which the runtime then stages through the host). */
+ * device copies, which the runtime then stages through the host).  The
+ * page-locked staging of host copies (cuMemHostAlloc, cuMemFreeHost) is
+ * optional too: without it copies are pageable. */
 #define NNK_CU_OPTIONAL(X)                                                                               \
     X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", CUresult, (const CUDA_MEMCPY2D *c, CUstream s))             \
     X(cuMemAllocAsync, "cuMemAllocAsync", CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))          \
@@ -113,7 +116,9 @@ typedef struct CUDA_MEMCPY2D {
     X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CUresult, (CUmemoryPool * pool, CUdevice d)) \
     X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", CUresult, (CUmemoryPool pool, int attr, void *value)) \
     X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status))                    \
-    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", CUresult, (int *mode))
+    X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", CUresult, (int *mode))          \
+    X(cuMemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))               \
+    X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *p))
 
 /* ---- NVRTC (libnvrtc.so.N) ------------------------------------------------ */
 

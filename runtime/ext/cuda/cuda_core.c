@@ -130,6 +130,7 @@ static void load_driver(cu_state *S)
         cu_device *d = &devs[i];
         int major = 0, minor = 0;
         pthread_mutex_init(&d->lock, NULL);
+        pthread_mutex_init(&d->stage_lock, NULL);
         if (S->cu.cuDeviceGet(&d->dev, i) || S->cu.cuDeviceGetName(d->name, (int)sizeof d->name, d->dev) ||
             S->cu.cuDeviceTotalMem(&d->total_memory, d->dev) ||
             S->cu.cuDeviceGetAttribute(&d->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev) ||
@@ -188,6 +189,16 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
 
 static void unload_modules(cu_state *S, bool all);
 
+/* Frees device d's staging (its context current); the caller holds
+ * stage_lock. */
+static void stage_free(cu_state *S, cu_device *d)
+{
+    if (d->stage)
+        S->cuo.cuMemFreeHost(d->stage);
+    d->stage = NULL;
+    d->stage_failed = false;
+}
+
 void cu_fini(cu_state *S)
 {
     if (!S)
@@ -198,6 +209,9 @@ void cu_fini(cu_state *S)
         if (d->ctx) {
             if (S->cu.cuCtxPushCurrent(d->ctx) == CUDA_SUCCESS) {
                 if (d->stream)
+                    S->cu.cuStreamSynchronize(d->stream);
+                stage_free(S, d);
+                if (d->stream)
                     S->cu.cuStreamDestroy(d->stream);
                 CUcontext c;
                 S->cu.cuCtxPopCurrent(&c);
@@ -205,6 +219,7 @@ void cu_fini(cu_state *S)
             S->cu.cuDevicePrimaryCtxRelease(d->dev);
         }
         pthread_mutex_destroy(&d->lock);
+        pthread_mutex_destroy(&d->stage_lock);
     }
     free(S->devs);
     /* libcuda and libnvrtc stay loaded: unloading them is not safe in every
@@ -389,6 +404,66 @@ nnk_status cu_memset_zero(cu_state *S, int32_t device, void *ptr, size_t bytes)
     return r ? cu_fail(S, NNK_EDEVICE, r, "cuMemsetD8Async") : NNK_OK;
 }
 
+/* A host<->device copy through device d's page-locked staging, in chunks
+ * of half of it, double-buffered: the host copies one half while the
+ * device copies the other (the stream is synchronised before a half is
+ * used again).  Returns 1 when the staging took the copy (*r its result),
+ * 0 when it is not there (too small a copy, a driver without
+ * cuMemHostAlloc, pinning refused, or another thread's copy using it):
+ * the caller copies pageable memory then. */
+static int staged_copy(cu_state *S, cu_device *d, bool to_device, void *dst, const void *src, size_t bytes,
+                       CUresult *r)
+{
+    if (bytes < CU_STAGE_MIN || !S->cuo.cuMemHostAlloc || !S->cuo.cuMemFreeHost)
+        return 0;
+    if (pthread_mutex_trylock(&d->stage_lock) != 0)
+        return 0;
+    if (!d->stage && !d->stage_failed &&
+        S->cuo.cuMemHostAlloc(&d->stage, CU_STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS) {
+        d->stage = NULL;
+        d->stage_failed = true;
+    }
+    if (!d->stage) {
+        pthread_mutex_unlock(&d->stage_lock);
+        return 0;
+    }
+    const size_t half = CU_STAGE_BYTES / 2, nchunks = (bytes + half - 1) / half;
+    char *buf[2] = {d->stage, (char *)d->stage + half};
+    CUstream st = d->stream;
+    *r = CUDA_SUCCESS;
+    if (to_device) {
+        /* fill a half, wait for the copy from it two chunks ago, queue */
+        for (size_t k = 0; k < nchunks && *r == CUDA_SUCCESS; k++) {
+            size_t off = k * half, n = bytes - off < half ? bytes - off : half;
+            memcpy(buf[k & 1], (const char *)src + off, n);
+            if (k > 0)
+                *r = S->cu.cuStreamSynchronize(st);
+            if (*r == CUDA_SUCCESS)
+                *r = S->cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst + off, buf[k & 1], n, st);
+        }
+    } else {
+        /* queue chunk k, take chunk k - 1 out while the device copies it */
+        *r = S->cu.cuMemcpyDtoHAsync(buf[0], (CUdeviceptr)(uintptr_t)src, bytes < half ? bytes : half, st);
+        for (size_t k = 1; k <= nchunks && *r == CUDA_SUCCESS; k++) {
+            *r = S->cu.cuStreamSynchronize(st);
+            if (*r == CUDA_SUCCESS && k < nchunks) {
+                size_t off = k * half, n = bytes - off < half ? bytes - off : half;
+                *r = S->cu.cuMemcpyDtoHAsync(buf[k & 1], (CUdeviceptr)(uintptr_t)src + off, n, st);
+            }
+            if (*r == CUDA_SUCCESS) {
+                size_t off = (k - 1) * half, n = bytes - off < half ? bytes - off : half;
+                memcpy((char *)dst + off, buf[(k - 1) & 1], n);
+            }
+        }
+    }
+    /* nothing in flight reads or writes the staging when it is released */
+    CUresult rs = S->cu.cuStreamSynchronize(st);
+    if (*r == CUDA_SUCCESS)
+        *r = rs;
+    pthread_mutex_unlock(&d->stage_lock);
+    return 1;
+}
+
 nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, const void *src, size_t bytes)
 {
     nnk_status s = cu_enter(S, device);
@@ -400,6 +475,8 @@ nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, c
     switch (kind) {
     case NNK_COPY_HOST_TO_DEVICE:
         what = "copy to the GPU";
+        if (staged_copy(S, &S->devs[device], true, dst, src, bytes, &r))
+            break;
         r = S->cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, bytes, st);
         /* the host buffer may be reused on return, pinned or not */
         if (r == CUDA_SUCCESS)
@@ -407,6 +484,8 @@ nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, c
         break;
     case NNK_COPY_DEVICE_TO_HOST:
         what = "copy from the GPU";
+        if (staged_copy(S, &S->devs[device], false, dst, src, bytes, &r))
+            break;
         r = S->cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, st);
         if (r == CUDA_SUCCESS)
             r = S->cu.cuStreamSynchronize(st);
@@ -420,6 +499,8 @@ nnk_status cu_copy(cu_state *S, int32_t device, nnk_copy_kind kind, void *dst, c
         return S->host->set_error(NNK_EINVAL, "%s: bad copy kind %d", S->ext, (int)kind);
     }
     cu_leave(S);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return S->host->set_error(NNK_ENOMEM, "%s: out of memory in a %s of %zu bytes", S->ext, what, bytes);
     return r ? cu_fail(S, NNK_EDEVICE, r, what) : NNK_OK;
 }
 
@@ -829,6 +910,18 @@ static void unload_modules(cu_state *S, bool all)
 nnk_status cu_clear_memory_cache(cu_state *S)
 {
     unload_modules(S, false);
+    /* the staging goes too (a copy using it finishes first: the lock), and
+     * a device that would not pin it is asked again */
+    for (int i = 0; i < S->ndevices; i++) {
+        cu_device *d = &S->devs[i];
+        pthread_mutex_lock(&d->stage_lock);
+        if (d->stage && S->cu.cuCtxPushCurrent(d->ctx) == CUDA_SUCCESS) {
+            stage_free(S, d);
+            cu_leave(S);
+        }
+        d->stage_failed = false;
+        pthread_mutex_unlock(&d->stage_lock);
+    }
     return NNK_OK;
 }
 

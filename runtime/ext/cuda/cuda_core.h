@@ -43,7 +43,17 @@ typedef struct cu_device {
     CUcontext ctx;               /* the primary context, retained on first use */
     CUstream stream;             /* the extension's stream on this device (non-blocking) */
     bool pools;                  /* stream-ordered allocation (cuMemAllocAsync) for scratch */
+    /* page-locked staging of host<->device copies (CU_STAGE_BYTES, two
+     * halves), allocated at the first copy that takes it; stage_failed:
+     * the driver would not pin it (copies are pageable until the memory
+     * cache is cleared) */
+    pthread_mutex_t stage_lock;
+    void *stage;
+    bool stage_failed;
 } cu_device;
+/* Copies of at least CU_STAGE_MIN bytes go through the staging, in chunks
+ * of half of it. */
+enum { CU_STAGE_BYTES = 8 << 20, CU_STAGE_MIN = 256 << 10 };
 
 /* A loaded module: the kernels of one instance on one device. */
 enum { CU_NSUFFIX = 10 };
