@@ -25,6 +25,7 @@ n=0
 lint=$("$top_builddir/tests/cuda/ptx_lint" "$top_srcdir/tests/cuda/lint-bad.ptx")
 if [ $? -eq 1 ] && [ "$(printf '%s\n' "$lint" | grep -c 'kernel bad_sum__rd_part: .*kernel-parameter pointer')" = 1 ] &&
 	[ "$(printf '%s\n' "$lint" | grep -c 'kernel bad_sum_i8__rd_part: .*nothing defines')" = 1 ] &&
+	[ "$(printf '%s\n' "$lint" | grep -c 'kernel bad_softmax__rd_row: .*local memory in a kernel that keeps the row')" = 2 ] &&
 	! printf '%s\n' "$lint" | grep -q good_sum; then
 	echo "nvrtc-check: ok   the PTX lint flags lint-bad.ptx"
 else

@@ -230,12 +230,23 @@ static int lint_fn(fn *f, const char *label, const char *kname, size_t klen, FIL
         }
     }
     int found = 0, in_loop = 0;
+    /* NAME__rd_row keeps the row in a register array: local memory there
+     * means it was indexed at run time (or spilled), and each phase reads
+     * the row from a stack frame instead */
+    bool row_kernel = klen > 8 && memcmp(kname + klen - 8, "__rd_row", 8) == 0;
     for (int i = 0; i < f->n; i++) {
         in_loop += depth[i];
         const char *t = f->st[i].text;
         size_t on = opcode_len(t);
         if (!is_memory(t, on))
             continue;
+        if (row_kernel && (strncmp(t, "ld.local", 8) == 0 || strncmp(t, "st.local", 8) == 0)) {
+            if (found < 20)
+                fprintf(out, "%s: kernel %.*s: line %d: %.*s: local memory in a kernel that keeps the row on chip\n",
+                        label, (int)klen, kname, f->st[i].line, (int)strcspn(t, ";"), t);
+            found++;
+            continue;
+        }
         const char *b = strchr(t + on, '[');
         if (!b)
             continue;

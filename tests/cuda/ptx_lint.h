@@ -6,7 +6,10 @@
  *    definition: cvta.to.global of an ld.param, or the ld.param itself) -
  *    every iteration reads or writes the same element, as the split
  *    reductions of CUDA 13.0 did (NAME__rd_part read data[0] only);
- *  - a memory access through a register that nothing defines.
+ *  - a memory access through a register that nothing defines;
+ *  - local memory (ld.local, st.local) in a NAME__rd_row kernel, whose
+ *    row array must stay in registers (docs/cuda-backend.md, "The row on
+ *    chip").
  *
  * ptx_lint prints one line per finding, "LABEL: kernel K: ..." (at most
  * 20 per kernel), counts kernels in *nkernels, and returns the number of
