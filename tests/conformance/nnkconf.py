@@ -218,16 +218,24 @@ def build(path, extra_nnkc=(), cflags=None, tag=""):
     src = path if os.path.isabs(path) else os.path.join(HERE, path)
     base = os.path.splitext(os.path.basename(src))[0] + tag
     cfile = os.path.join(WORK, base + ".c")
-    run([NNKC, "-S", "--target=c"] + list(extra_nnkc) + [src, "-o", cfile])
-    with open(cfile, "rb") as f:
-        h = hashlib.sha1(f.read() + repr(cflags).encode() + CC.encode()).hexdigest()[:12]
-    so = os.path.join(WORK, "%s-%s.so" % (base, h))
-    if not os.path.exists(so):
-        # a temporary of this process: suites that share a work directory
-        # may build the same object at once
-        tmp = "%s.tmp%d" % (so, os.getpid())
-        run([CC] + (cflags if cflags is not None else CFLAGS) + [cfile, "-o", tmp, "-lm"])
-        os.replace(tmp, so)
+    # written beside, then renamed: processes that share a work directory
+    # (tests/opencl/conformance.sh's two) never read a half-written file
+    ctmp = "%s.tmp%d" % (cfile, os.getpid())
+    try:
+        run([NNKC, "-S", "--target=c"] + list(extra_nnkc) + [src, "-o", ctmp])
+        with open(ctmp, "rb") as f:
+            h = hashlib.sha1(f.read() + repr(cflags).encode() + CC.encode()).hexdigest()[:12]
+        so = os.path.join(WORK, "%s-%s.so" % (base, h))
+        if not os.path.exists(so):
+            # a temporary of this process: suites that share a work directory
+            # may build the same object at once
+            tmp = "%s.tmp%d" % (so, os.getpid())
+            run([CC] + (cflags if cflags is not None else CFLAGS) + [ctmp, "-o", tmp, "-lm"])
+            os.replace(tmp, so)
+        os.replace(ctmp, cfile)
+    finally:
+        if os.path.exists(ctmp):  # a failed step's
+            os.unlink(ctmp)
     return so, cfile
 
 
