@@ -609,6 +609,23 @@ static void test_jit(nnk_context *ctx)
     CHECK(compile(triad_src, &triad_iface, &k2) == NNK_OK && k2.handle == k.handle, "memory cache");
     CHECK(strstr(nnk_extension_status(ext), ", 1 from memory") != NULL, "memory hit: %s", nnk_extension_status(ext));
     ext->ext.ops->kernel_free(ext->ext.state, &k2);
+    /* NNK_OPENCL_OPTIONS is read at each build: other options, another
+     * program (conformance.sh changes them between instances) */
+    const char *had = getenv("NNK_OPENCL_OPTIONS");
+    char *saved = had ? strdup(had) : NULL;
+    setenv("NNK_OPENCL_OPTIONS", "-DNNK_OPTIONS_TEST=1", 1);
+    CHECK(compile(triad_src, &triad_iface, &k2) == NNK_OK && k2.handle && k2.handle != k.handle,
+          "other options, another program: %s", nnk_last_error());
+    if (k2.handle)
+        run_triad(&k2, ctx, 100, 1, 2.0f, "built with other options");
+    ext->ext.ops->kernel_free(ext->ext.state, &k2);
+    if (saved)
+        setenv("NNK_OPENCL_OPTIONS", saved, 1);
+    else
+        unsetenv("NNK_OPENCL_OPTIONS");
+    free(saved);
+    CHECK(compile(triad_src, &triad_iface, &k2) == NNK_OK && k2.handle == k.handle, "the first options again");
+    ext->ext.ops->kernel_free(ext->ext.state, &k2);
     run_triad(&k, ctx, 10000, 1, 3.0f, "contiguous");
     run_triad(&k, ctx, 5000, 3, -1.25f, "strided");
     run_triad(&k, ctx, 1, 1, 1.0f, "one element");

@@ -48,6 +48,7 @@
 #define OCL_TOKEN_END ((uintptr_t)1 << 47)
 #define OCL_TOKEN_ALIGN ((uintptr_t)4096)
 #define OCL_NSUFFIX 8
+#define OCL_MAX_OPTIONS 512 /* NNK_OPENCL_OPTIONS */
 
 /* dispatch.c's compact plan becomes nnk_cl_plan member by member */
 _Static_assert(NNK_CL_MAX_DIMS == NNK_CUDA_MAX_DIMS && NNK_CL_MAX_TENSORS == NNK_CUDA_MAX_TENSORS &&
@@ -120,7 +121,6 @@ typedef struct ocl_state {
     char status[512];
     size_t mem_limit;            /* NNK_OPENCL_MEM_LIMIT: a smaller device, for tests */
     int force;                   /* NNK_OPENCL_FORCE: the reduction layout, as NNK_CUDA_FORCE */
-    char options[512];           /* NNK_OPENCL_OPTIONS: extra build options */
     int binary_cache;            /* NNK_OPENCL_BINARY_CACHE: -1 auto (see binaries_cached), 0, 1 */
     pthread_rwlock_t mem_lock;
     ocl_block *blocks;           /* sorted by base */
@@ -391,14 +391,11 @@ static nnk_status init(const nnk_host_api *host, void **state)
     S->force = (int)env_ulong(S, "NNK_OPENCL_FORCE");
     const char *opts = env(S, "NNK_OPENCL_OPTIONS"), *bc = env(S, "NNK_OPENCL_BINARY_CACHE");
     S->binary_cache = !bc ? -1 : strcmp(bc, "0") == 0 ? 0 : strcmp(bc, "1") == 0 ? 1 : -2;
-    if (S->force > 3 || S->binary_cache == -2 ||
-        (opts && strlen(opts) >= sizeof S->options)) {
+    if (S->force > 3 || S->binary_cache == -2 || (opts && strlen(opts) >= OCL_MAX_OPTIONS)) {
         free(S);
         return host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_FORCE must be 0..3, NNK_OPENCL_BINARY_CACHE 0 or 1, "
-                               "NNK_OPENCL_OPTIONS under %zu characters", sizeof S->options);
+                               "NNK_OPENCL_OPTIONS under %d characters", OCL_MAX_OPTIONS);
     }
-    if (opts)
-        fmt(S->options, sizeof S->options, "%s", opts);
     pthread_rwlock_init(&S->mem_lock, NULL);
     pthread_mutex_init(&S->prog_lock, NULL);
     load_opencl(S);
@@ -974,13 +971,22 @@ static bool lacks_extension(const ocl_device *d, const char *src, char *missing,
     return false;
 }
 
-static void build_options(ocl_state *S, const ocl_device *d, char *out, size_t n)
+/* NNK_OPENCL_OPTIONS is read at each build, not once: a test may build
+ * some programs with options of its own (tests/opencl/conformance.sh
+ * builds most of the suite with -cl-opt-disable, docs/opencl.md); the
+ * options are part of the program's key. */
+static nnk_status build_options(ocl_state *S, const ocl_device *d, char *out, size_t n)
 {
+    const char *extra = env(S, "NNK_OPENCL_OPTIONS");
+    if (extra && strlen(extra) >= OCL_MAX_OPTIONS)
+        return S->host->set_error(NNK_EINVAL, EXT ": NNK_OPENCL_OPTIONS must be under %d characters",
+                                  OCL_MAX_OPTIONS);
     /* OpenCL C 1.2; divisions and square roots rounded as IEEE 754 (as the
      * C back end) where the device can; never -cl-fast-relaxed-math or
      * -cl-mad-enable (the generated code also turns FP_CONTRACT off) */
     fmt(out, n, "-cl-std=CL1.2%s%s%s", d->correct_div ? " -cl-fp32-correctly-rounded-divide-sqrt" : "",
-        S->options[0] ? " " : "", S->options);
+        extra ? " " : "", extra ? extra : "");
+    return NNK_OK;
 }
 
 /* The key of a program: everything that determines its binary. */
@@ -1254,7 +1260,8 @@ static nnk_status kernel_compile(void *state, int32_t device, const nnk_kernel_s
                                   "%d (%s) does not have", prefix, missing,
                                   strcmp(missing, "cl_khr_fp64") == 0 ? " (f64)" : "", device, d->name);
     char opts[1024], key[65];
-    build_options(S, d, opts, sizeof opts);
+    if ((s = build_options(S, d, opts, sizeof opts)))
+        return s;
     program_key(S, d, src->text, opts, key);
     pthread_mutex_lock(&S->prog_lock);
     ocl_program *m = find_program(S, device, key);
