@@ -815,6 +815,7 @@ class CxGen:
         self.g, self.r = g, rng
         self.nb = g.nb
         self.tens, self.scal, self.vis = [], [], []
+        self.consts = []            # (name, types): complex consts
 
     def chance(self, x):
         return self.r.random() < x
@@ -853,6 +854,8 @@ class CxGen:
         vis = [v for v in self.vis if LEVEL[v[2]] <= LEVEL[maxlv]]
         if vis:
             opts.append(("let", 3))
+        if self.consts:
+            opts.append(("const", 1))
         tot = sum(w for _, w in opts)
         x = self.r.random() * tot
         for k, w in opts:
@@ -861,6 +864,9 @@ class CxGen:
                 break
         if k == "lit":
             return self.ilit()
+        if k == "const":
+            name, ts = self.pick(self.consts)
+            return Typed(("name", "const", name), ts, "c")
         if k == "scalar":
             p = self.pick(self.scal)
             return Typed(("name", "param", p.name), self.T(p.ty), "u")
@@ -887,8 +893,13 @@ class CxGen:
         x = self.r.random()
         if red_ok and x < 0.15:
             a = self.cexpr(depth - 1, "e", True)
-            name = self.pick(["sum", "sum", "prod", "mean"])
             a = self.typed(a)
+            if self.chance(0.25):
+                # reduce() with a complex state: + from 0, * from 1
+                op = self.pick(["+", "*"])
+                ident = ("lit", 0 if op == "+" else 1, 0)
+                return Typed(("reduce", a.e, ident, op), a.ts, "r")
+            name = self.pick(["sum", "sum", "prod", "mean"])
             return Typed(("red", name, a.e), tuple(reducer_type(name, t) for t in a.ts), "r")
         if x < 0.45:
             op = self.pick(["+", "-", "*", "/", "*", "+"])
@@ -954,6 +965,38 @@ class CxGen:
         t = self.pick(CX_TYPES)
         return Typed(("cast", t, a.e), self.T(t), a.lv)
 
+    def cconst(self, depth):
+        """A complex constant expression the folder computes (language.md:
+        + - *, unary -, conj, real/imag, the conversions, c64(re, im) of
+        constants; not / abs arg or the functions, which make a const an
+        error)."""
+        x = self.r.random()
+        if depth <= 0 or x < 0.3:
+            if self.consts and self.chance(0.3):
+                name, ts = self.pick(self.consts)
+                return Typed(("name", "const", name), ts, "c")
+            return self.ilit()
+        if x < 0.6:
+            op = self.pick(["+", "-", "*"])
+            a, b = self.cconst(depth - 1), self.cconst(depth - 1)
+            if self.chance(0.3):
+                b = Typed(("lit", self.pick(CX_FLOAT_LITS + [2, 3]), 0), self.T("wfloat"), "c")
+            ts = tuple(binop_types(op, u, v)[1] for u, v in zip(a.ts, b.ts))
+            return Typed(("bin", op, a.e, b.e), ts, "c")
+        if x < 0.7:
+            a = self.cconst(depth - 1)
+            return Typed(("un", "-", a.e), a.ts, "c")
+        if x < 0.8:
+            a = self.cconst(depth - 1)
+            return Typed(("call", "conj", [a.e]), a.ts, "c")
+        if x < 0.9:
+            t = self.pick(CX_TYPES)
+            return Typed(("call", t, [("lit", self.pick(CX_FLOAT_LITS), 0), ("lit", self.pick(CX_FLOAT_LITS), 0)]),
+                         self.T(t), "c")
+        a = self.cconst(depth - 1)
+        t = self.pick(CX_TYPES)
+        return Typed(("cast", t, a.e), self.T(t), "c")
+
     def cpred(self, depth, maxlv, in_red):
         """A bool of complex values: == !=, isnan isinf isfinite, bool(z), !z."""
         a = self.cexpr(depth, maxlv, in_red)
@@ -1001,6 +1044,14 @@ class CxGen:
         """Adds the complex part to the kernel; Invalid leaves it unchanged."""
         g, k = self.g, self.g.kern
         params = list(k.params)
+        consts = {}
+        for i in range(self.r.randrange(0, 3) if self.chance(0.3) else 0):
+            # const NAME: c64 = 1.5 - 2j; or an untyped one (a literal)
+            e = self.cconst(self.r.randrange(0, 3))
+            ty = self.pick(CX_TYPES) if self.chance(0.6) or not e.weak else None
+            name = "%sCX%d" % (g.prefix, i)
+            consts[name] = Const(name, ty, e.e)
+            self.consts.append((name, self.T(ty) if ty else e.ts))
         for i in range(self.r.randrange(1, 3)):
             p = Param("c%d" % i, self.pick(CX_TYPES), True)
             params.insert(self.r.randrange(len(params) + 1), p)
@@ -1041,6 +1092,7 @@ class CxGen:
             if ty in CX_TYPES:
                 self.vis.append((name, self.T(ty), "r" if red else "e", "out"))
         k.params = params
+        g.p.consts.update(consts)
         first_inout = next((i for i, o in enumerate(k.outs) if o.inout), len(k.outs))
         k.outs[first_inout:first_inout] = outs
         k.body += body

@@ -653,6 +653,9 @@ def custom_reduce(cx, arg, ident, cop):
         ks = tuple(1 if i in ax else d for i, d in enumerate(cx.shape))
         return rt, np.broadcast_to(np.asarray(i0), ks).copy()
     a = _full(cx, convert(v, t, rt))
+    if is_complex(rt):
+        # + from 0 and * from 1 only (gen.py): the sum and the product
+        return rt, cx_reduce(cx, "sum" if cop == "+" else "prod", a, rt, ax)
     m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
     m = m.reshape(m.shape[:a.ndim - len(ax)] + (-1,))
     with np.errstate(all="ignore"):
