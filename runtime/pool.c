@@ -25,11 +25,18 @@
  * call returns): on a core shared with a busy process that is a scheduler
  * slice, milliseconds, for a job that takes less.  So a caller that waited
  * long for a claimed task (LATE_MIN_NS and four of its own task times)
- * marks the pool late: the next jobs run on the caller alone, as with one
- * thread, 4 of them after the first late job, twice as many after each
- * further late one (at most LATE_MAX_JOBS), half as many after one that a
- * worker took part in on time; and after LATE_RETRY_NS at the latest, the pool is tried again,
- * so it comes back soon after the contention ends.  A job's bits do not
+ * marks the pool late: the jobs of the next LATE_MIN_RUN_NS run on the
+ * caller alone, as with one thread, twice as long after each further late
+ * job (at most LATE_MAX_RUN_NS), half as long after one that a worker took
+ * part in on time; then the pool is tried again, so it comes back within
+ * seconds after the contention ends.  The period is a time, not a count of
+ * jobs: short jobs, which wake no worker, used up a count, and a longer
+ * job then met the late worker again in most calls (under a busy loop
+ * pinned to one core, 2^20-element jobs took 30-100 ms instead of 1).
+ * A job counts as late, too, when its caller was off its core for longer
+ * than it ran after it woke the workers (and over LATE_MIN_NS): a worker
+ * woken onto the caller's own core (the other one busy) displaces it, and
+ * the job then lasts as long as the scheduler's turns, milliseconds.  A job's bits do not
  * depend on the threads that ran it (exec.c), so this changes no result.
  */
 #include "internal.h"
@@ -44,8 +51,9 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 #define SPIN_MAX_NS 500000
 /* a wait for claimed tasks longer than this (and 4 task times) is late */
 #define LATE_MIN_NS 200000
-#define LATE_MAX_JOBS 1024
-#define LATE_RETRY_NS 1000000000
+/* how long jobs then run on the caller alone: first, at most */
+#define LATE_MIN_RUN_NS 50000000
+#define LATE_MAX_RUN_NS 4000000000
 /* the workers are woken once the tasks left would take the caller this long */
 #define WAKE_WORK_NS 100000
 
@@ -63,9 +71,9 @@ static struct {
     int64_t base, ntasks;     /* tasks base .. base + ntasks - 1 */
     atomic_uint_least64_t claim;   /* generation << 32 | the next task */
     atomic_llong remaining;        /* tasks claimed or not, not yet finished */
-    /* lateness (under the lock): jobs to run on the caller alone, the
-     * length of the last such run, when the last late job ended */
-    int64_t inline_left, inline_run, late_ns;
+    /* lateness (under the lock): jobs run on the caller alone until
+     * inline_until (monotonic ns), a period of inline_run ns */
+    int64_t inline_until, inline_run;
     int64_t late_jobs;             /* counted, for the tests */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
@@ -76,6 +84,15 @@ static int64_t now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The calling thread's CPU time. */
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
@@ -119,9 +136,10 @@ static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
  * short job so costs nothing but the caller's time, as with one thread.
  * (A worker not waiting on `work` sees the new generation itself and may
  * join without being woken.)  Returns the tasks it ran. */
-static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0)
+static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0,
+                          int64_t *off_cpu)
 {
-    int64_t ran = 0;
+    int64_t ran = 0, woke_ns = 0, woke_cpu = 0;
     bool woke = false;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
@@ -136,11 +154,18 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
         if (!woke) {
             int64_t left = ntasks - task - 1;
             if (left > 0 && (now_ns() - t0) / ran * left > WAKE_WORK_NS) {
+                woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
                 pthread_cond_broadcast(&pool.work);
                 woke = true;
             }
         }
         c = atomic_load(&pool.claim);
+    }
+    /* how long the caller was off its core since it woke the workers, in
+     * excess of the time it ran */
+    if (woke) {
+        int64_t wall = now_ns() - woke_ns, cpu = thread_cpu_ns() - woke_cpu;
+        *off_cpu = wall - cpu > cpu ? wall - cpu : 0;
     }
     return ran;
 }
@@ -223,13 +248,9 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
         pthread_mutex_unlock(&pool.lock);
         return false;
     }
-    if (pool.inline_left > 0) { /* late workers: the caller alone (above) */
-        if (now_ns() - pool.late_ns < LATE_RETRY_NS) {
-            pool.inline_left--;
-            pthread_mutex_unlock(&pool.lock);
-            return false;
-        }
-        pool.inline_left = 0;
+    if (pool.inline_until && now_ns() < pool.inline_until) { /* late workers: the caller alone (above) */
+        pthread_mutex_unlock(&pool.lock);
+        return false;
     }
     pool.busy = true;
     pool.fn = fn;
@@ -240,8 +261,8 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     atomic_store(&pool.remaining, ntasks);
     atomic_store(&pool.claim, (uint64_t)gen << 32);
     pthread_mutex_unlock(&pool.lock);
-    int64_t t0 = now_ns();
-    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0);
+    int64_t t0 = now_ns(), off_cpu = 0;
+    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, &off_cpu);
     /* Only tasks a worker claimed are left, and it is running them: they
      * end within a task's time unless it was descheduled.  Sleeping hands
      * the caller's core away, and on a loaded machine getting it back
@@ -262,15 +283,18 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     int64_t t2 = waited ? now_ns() : 0, wait = t2 - t1;
-    if (waited && wait > LATE_MIN_NS && wait > 4 * per) {
-        pool.inline_run = pool.inline_run ? 2 * pool.inline_run : 4;
-        if (pool.inline_run > LATE_MAX_JOBS)
-            pool.inline_run = LATE_MAX_JOBS;
-        pool.inline_left = pool.inline_run;
-        pool.late_ns = t2;
+    if ((waited && wait > LATE_MIN_NS && wait > 4 * per) || off_cpu > LATE_MIN_NS) {
+        if (!waited)
+            t2 = now_ns();
+        pool.inline_run = pool.inline_run ? 2 * pool.inline_run : LATE_MIN_RUN_NS;
+        if (pool.inline_run > LATE_MAX_RUN_NS)
+            pool.inline_run = LATE_MAX_RUN_NS;
+        pool.inline_until = t2 + pool.inline_run;
         pool.late_jobs++;
     } else if (mine < ntasks) {
         pool.inline_run /= 2; /* a worker took part, in time */
+        if (pool.inline_run < LATE_MIN_RUN_NS)
+            pool.inline_run = 0;
     }
     pool.busy = false;
     pthread_mutex_unlock(&pool.lock);
@@ -303,7 +327,7 @@ void rt_pool_shutdown(void)
     pool.nworkers = 0;
     pool.nthreads = 0;
     pool.stop = false;
-    pool.inline_left = pool.inline_run = pool.late_jobs = 0;
+    pool.inline_until = pool.inline_run = pool.late_jobs = 0;
     pthread_mutex_unlock(&pool.lock);
 }
 
@@ -328,7 +352,7 @@ static void atfork_child(void)
     pool.nthreads = 0;
     pool.busy = false;
     pool.stop = false;
-    pool.inline_left = pool.inline_run = 0;
+    pool.inline_until = pool.inline_run = 0;
 }
 
 __attribute__((constructor)) static void pool_init(void)

@@ -544,6 +544,36 @@ static void test_pool_short_jobs_alone(void)
         fprintf(stderr, "pool_short_jobs_alone: a worker took part in %d of 200 short jobs\n", joined);
 }
 
+/* After a late job the caller runs alone for a time, not for a count of
+ * jobs: short jobs between the long ones (which wake no worker) used up
+ * the count, and every long job met the stalled worker again. 20 rounds
+ * of 8 short jobs and one long one (20 tasks of 100 us, about 2 ms): the
+ * first late job starts 50 ms alone, which the rounds after it fit in. */
+static void test_pool_late_period(void)
+{
+    setenv("NNK_NUM_THREADS", "2", 1);
+    rt_pool_shutdown();
+    atomic_store(&claimed_stalls, 0);
+    rt_pool_test_claimed = stall_claimed;
+    CU_ASSERT_EQUAL(rt_pool_threads(), 2);
+    atomic_int done = 0, sdone = 0;
+    for (int round = 0; round < 20; round++) {
+        for (int j = 0; j < 8; j++)
+            rt_pool_run(32, short_task, &sdone);
+        rt_pool_run(20, spin_task, &done);
+    }
+    int stalls = atomic_load(&claimed_stalls);
+    rt_pool_shutdown();
+    rt_pool_test_claimed = NULL;
+    unsetenv("NNK_NUM_THREADS");
+    CU_ASSERT_EQUAL(atomic_load(&done), 20 * 20);
+    CU_ASSERT_EQUAL(atomic_load(&sdone), 20 * 8 * 32);
+    /* 1 or 2 (a count of 4, 8, 16 jobs alone: about 6) */
+    CU_ASSERT(stalls >= 1 && stalls <= 3);
+    if (stalls > 3)
+        fprintf(stderr, "pool_late_period: the stalled worker held %d of 20 long jobs\n", stalls);
+}
+
 static const CunitTest tests_internal[] = {
     {"sha256", test_sha256},
     {"kw", test_kw},
@@ -555,6 +585,7 @@ static const CunitTest tests_internal[] = {
     {"pool_stalled_worker", test_pool_stalled_worker},
     {"pool_late_worker", test_pool_late_worker},
     {"pool_short_jobs_alone", test_pool_short_jobs_alone},
+    {"pool_late_period", test_pool_late_period},
     {NULL},
 };
 
