@@ -24,7 +24,10 @@ results are compared:
 The dispatch knobs rotate from call to call over every combination of
 block size (32, 64, 256), grid cap (1, 3, none: grids smaller than the
 data take grid-stride loops) and path: for reductions chosen, block per
-output, thread per output, split, warp per output; for elementwise kernels
+output, thread per output, split, warp per output, and rd_row (the row
+kept on chip) as a warp and as a block per output (a shape it refuses runs
+its per-phase twin; with every combination, the row kernels' results are
+compared bit for bit with the twins': row_twins); for elementwise kernels
 chosen (32-bit strided offsets where they fit) or 64-bit strided offsets;
 NNK_EMU_FULL=1 runs every combination
 on every call.  emu_extra.py adds odd sizes with every combination.
