@@ -488,12 +488,15 @@ static void test_pool_late_worker(void)
     rt_pool_test_claimed = NULL;
     unsetenv("NNK_NUM_THREADS");
     CU_ASSERT_EQUAL(atomic_load(&done), 40 * 20);
-    /* jobs 1, 5, 14, 31: 4 when every probe meets it and the caller's own
-     * tasks are not slowed (a loaded machine stretches them, and a wait
-     * under 4 of them is not late); 39 of 40 with a pool that never runs
-     * alone */
+    /* 2 or 3 (job 1, then after 50 and 100 ms alone: the jobs take 2 ms)
+     * when the caller's own tasks are not slowed (a loaded machine
+     * stretches them, and a wait under 4 of them is not late); 39 of 40
+     * with a pool that never runs alone */
     CU_ASSERT(stalls <= 20);
-    CU_ASSERT(late >= 1 && late <= stalls);
+    /* at least the first stall; a job whose caller was descheduled after
+     * waking the worker counts as late too (pool.c), so on a loaded
+     * machine there may be more late jobs than stalls */
+    CU_ASSERT(late >= 1);
     if (stalls > 20)
         fprintf(stderr, "pool_late_worker: the stalled worker held %d of 40 jobs\n", stalls);
 }
