@@ -220,7 +220,8 @@ def build(path, extra_nnkc=(), cflags=None, tag=""):
     cfile = os.path.join(WORK, base + ".c")
     # written beside, then renamed: processes that share a work directory
     # (tests/opencl/conformance.sh's two) never read a half-written file
-    ctmp = "%s.tmp%d" % (cfile, os.getpid())
+    # (the temporary ends in .c: cc picks the language by the name)
+    ctmp = os.path.join(WORK, "%s.tmp%d.c" % (base, os.getpid()))
     try:
         run([NNKC, "-S", "--target=c"] + list(extra_nnkc) + [src, "-o", ctmp])
         with open(ctmp, "rb") as f:
