@@ -387,6 +387,96 @@ static char *cuda_of(const char *src, const char *kernel, Type t)
     return code;
 }
 
+/* The text of the function whose definition starts "NAME(" in code, up
+ * to its closing brace at the start of a line; NULL when absent. */
+static char *function_text(const char *code, const char *name)
+{
+    char head[200];
+    snprintf(head, sizeof head, "%s(", name);
+    const char *b = code ? strstr(code, head) : NULL;
+    const char *e = b ? strstr(b, "\n}\n") : NULL;
+    if (!e)
+        return NULL;
+    char *t = malloc((size_t)(e - b) + 1);
+    if (t) {
+        memcpy(t, b, (size_t)(e - b));
+        t[e - b] = 0;
+    }
+    return t;
+}
+
+/* The row kept on chip (rd_row): the inputs more than one pass reads are
+ * loaded in NAME__rowload only; the passes read them from rc, the other
+ * operands as before; a reduction whose inputs one pass reads has no row
+ * kernel; the slots reach the host in NAME__cu_sizes' flags. */
+static void test_row_source(void)
+{
+    const char *src = "reduction softmax<T: float>(x: T[]) -> (y: T[]) {\n"
+                      "    let m = max(x);\n    let s = sum(exp(x - m));\n    y = exp(x - m) / s;\n}\n"
+                      "reduction ln(x: f32[], g: f32[], b: f32[]) -> (y: f32[]) {\n"
+                      "    let m = mean(x);\n    let v = mean((x - m) * (x - m));\n"
+                      "    y = (x - m) * rsqrt(v + 1e-5) * g + b;\n}\n"
+                      "reduction wsum(x: f64[], w: f64[]) -> (y: f64[]) {\n"
+                      "    let s = sum(x * w);\n    y = x * w / s;\n}\n"
+                      "reduction total(x: f32[]) -> (r: f32) { r = sum(x); }\n";
+    static const struct {
+        const char *kernel;
+        Type t;
+        const char *field;      /* the row's array */
+        const char *cached[2];  /* loaded by rowload only */
+        const char *other[2];   /* still loaded by the epilogue */
+        const char *flags;      /* NAME__cu_sizes' last entry */
+    } c[] = {
+        {"softmax", T_F32, "float c0[16];", {"g0["}, {NULL}, "4096,"},
+        {"softmax", T_F16, "uint16_t c0[16];", {"g0["}, {NULL}, "4096,"},
+        {"ln", T_NONE, "float c0[16];", {"g0["}, {"g1[", "g2["}, "4096,"},
+        {"wsum", T_NONE, "double c1[8];", {"g0[", "g1["}, {NULL}, "2048,"}, /* two f64 inputs: 8 slots */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char *code = cuda_of(src, c[i].kernel, c[i].t);
+        CHECK(code && strstr(code, "__rd_row(") && strstr(code, c[i].field), "%s: rd_row with %s", c[i].kernel,
+              c[i].field);
+        const char *sz = code ? strstr(code, "__cu_sizes[] = {") : NULL;
+        const char *end = sz ? strstr(sz, "};") : NULL;
+        CHECK(end && end - sz > 8 && strstr(sz, c[i].flags) && strstr(sz, c[i].flags) < end, "%s: slots in the flags",
+              c[i].kernel);
+        /* the name's prefix: the text before "__rd_row(" back to a space */
+        const char *k = code ? strstr(code, "__rd_row(") : NULL;
+        const char *n0 = k;
+        while (n0 && n0 > code && n0[-1] != ' ')
+            n0--;
+        char name[160] = "";
+        if (k)
+            snprintf(name, sizeof name, "%.*s", (int)(k - n0), n0);
+        static const char *const passes[] = {"__racc1", "__racc2", "__repi"};
+        for (size_t p = 0; p < 3; p++) {
+            char fn[200];
+            snprintf(fn, sizeof fn, "%s%s", name, passes[p]);
+            char *t = function_text(code, fn);
+            if (!t && p == 1)
+                continue; /* one phase */
+            CHECK(t != NULL, "%s: %s is there", c[i].kernel, fn);
+            for (int j = 0; t && j < 2 && c[i].cached[j]; j++)
+                CHECK(!strstr(t, c[i].cached[j]), "%s: %s reads %s from global memory", c[i].kernel, fn,
+                      c[i].cached[j]);
+            for (int j = 0; t && p == 2 && j < 2 && c[i].other[j]; j++)
+                CHECK(strstr(t, c[i].other[j]), "%s: %s loads %s itself", c[i].kernel, fn, c[i].other[j]);
+            free(t);
+        }
+        char rl[200];
+        snprintf(rl, sizeof rl, "%s__rowload", name);
+        char *t = function_text(code, rl);
+        for (int j = 0; j < 2 && c[i].cached[j]; j++)
+            CHECK(t && strstr(t, c[i].cached[j]), "%s: rowload loads %s", c[i].kernel, c[i].cached[j]);
+        free(t);
+        free(code);
+    }
+    char *code = cuda_of(src, "total", T_NONE);
+    CHECK(code && !strstr(code, "__rd_row(") && strstr(code, "(int32_t)sizeof(total__s1),\n    0,\n};"),
+          "one pass reads x: no row kernel, no slots");
+    free(code);
+}
+
 static int count_files(const char *dir, const char *suffix)
 {
     char cmd[4400];
@@ -881,6 +971,7 @@ int main(void)
     test_reduce_op();
     test_dispatch();
     test_dispatch_rows();
+    test_row_source();
     test_rect_plan();
     test_extensions();
     test_drivers();
