@@ -14,6 +14,8 @@ covered by test_device_views here and by the emulation tests).
 
     gpu_conformance.py [--ext cuda|cudnn|opencl|cpu] TEST_MODULE.py [-k SUBSTRING]
     gpu_conformance.py [--ext ...] TEST_MODULE.py TEST_MODULE.py ...   several, one process
+    gpu_conformance.py [--ext ...] TEST_MODULE.py@I/N ...   every Nth test of it from the Ith (0 <= I < N),
+                                                            in the order of the file
     gpu_conformance.py [--ext ...] --views      test_device_views only
 
 NNK_GPU_SHARE=P (0 < P <= 1, default 1) and NNK_GPU_SEED=S (default 1): a
@@ -23,6 +25,14 @@ when sha256("S:NAME") read as a fraction is below P, and so does the first
 instance each test calls (every test reaches the device); every call of a
 chosen instance runs there (all its layouts), the others run in C only.
 The summary counts both.
+
+NNK_GPU_TEST_OPTIONS=OPTS and NNK_GPU_REAL_SHARE=R (default 1), --ext
+opencl only: the instances outside a fixed share R (sha256("real:S:NAME")
+below R) are built with the build options OPTS added (NNK_OPENCL_OPTIONS,
+which the extension reads at each build), the share R with the
+extension's own; conformance.sh builds most of the suite with
+-cl-opt-disable (PoCL's optimiser is most of its cost) and a share with
+the real options.
 
 --ext cpu runs the same path on the cpu extension (the C JIT), which checks
 this driver on a machine without a GPU.  Environment: as nnkconf, plus
@@ -52,6 +62,8 @@ class Stats:
     calls = 0
     seconds = 0.0
     instances = set()
+    real_instances = set()    # built with the extension's own options (NNK_GPU_REAL_SHARE)
+    hostile_calls = 0         # views no copy can hold: C only
     all_calls = 0
     all_instances = set()
 
@@ -73,6 +85,49 @@ class Share:
         if not 0 < cls.p <= 1:
             raise SystemExit("gpu_conformance: NNK_GPU_SHARE=%r: expected a fraction in (0, 1]" % v)
         cls.seed = os.environ.get("NNK_GPU_SEED", "") or "1"
+
+    options_var = None    # the extension's variable of extra build options
+    options_orig = None   # its value at the start
+    test_options = None   # NNK_GPU_TEST_OPTIONS
+    real_share = 1.0      # NNK_GPU_REAL_SHARE
+    real_chosen = {}
+
+    @classmethod
+    def setup_options(cls, ext):
+        opts = os.environ.get("NNK_GPU_TEST_OPTIONS", "").strip()
+        v = os.environ.get("NNK_GPU_REAL_SHARE", "") or "1"
+        try:
+            cls.real_share = float(v)
+        except ValueError:
+            cls.real_share = -1.0
+        if not 0 <= cls.real_share <= 1:
+            raise SystemExit("gpu_conformance: NNK_GPU_REAL_SHARE=%r: expected a fraction in [0, 1]" % v)
+        if not opts:
+            return
+        if ext != "opencl":
+            raise SystemExit("gpu_conformance: NNK_GPU_TEST_OPTIONS is for --ext opencl only")
+        cls.options_var = "NNK_OPENCL_OPTIONS"
+        cls.options_orig = os.environ.get(cls.options_var)
+        cls.test_options = opts
+
+    @classmethod
+    def set_options(cls, name):
+        """The build options of instance NAME: set before its launches,
+        the first of which builds it."""
+        if cls.test_options is None:
+            Stats.real_instances.add(name)
+            return
+        if name not in cls.real_chosen:
+            h = int(hashlib.sha256(("real:%s:%s" % (cls.seed, name)).encode()).hexdigest(), 16) / float(1 << 256)
+            cls.real_chosen[name] = h < cls.real_share
+        if cls.real_chosen[name]:
+            Stats.real_instances.add(name)
+            if cls.options_orig is None:
+                os.environ.pop(cls.options_var, None)
+            else:
+                os.environ[cls.options_var] = cls.options_orig
+        else:
+            os.environ[cls.options_var] = ((cls.options_orig or "") + " " + cls.test_options).strip()
 
     @classmethod
     def on_device(cls, name):
@@ -129,6 +184,8 @@ def _build(path, extra_nnkc=(), cflags=None, tag=""):
 
 
 def _scalar_value(p, a):
+    if p.dtype in ("c64", "c128"):  # nnkabi.C64 / C128: the parts
+        return complex(a.re, a.im)
     v = a.value
     if p.dtype == "f16":
         return float(np.array([v], dtype=np.uint16).view(np.float16)[0])
@@ -137,6 +194,16 @@ def _scalar_value(p, a):
     if p.dtype in ("f32", "f64"):
         return float(v)
     return int(v)
+
+
+def _unreachable(v, dtype):
+    """A view whose elements span more than 2**40 bytes (or past
+    int64_t): no copy of it can be made."""
+    it = np.dtype(dtype).itemsize
+    if not v.data or any(v.shape[i] == 0 for i in range(v.ndim)):
+        return False
+    span = sum(abs((v.shape[i] - 1) * v.strides[i]) for i in range(v.ndim)) * it
+    return span >= 1 << 40
 
 
 class GpuStrided:
@@ -154,6 +221,15 @@ class GpuStrided:
             return self.real(*ordered)
         naxes, axes, views, scalars, nin = E.parse_call(k, ordered)
         tparams = [p for p in k.inputs if p.tensor]
+        if any(_unreachable(v, C.NP[p.dtype]) for v, p in zip(views[:nin], tparams)):
+            # a hostile view (test_raw's strides past int64_t): no array
+            # holds it, so none can be copied to a device; the C code must
+            # refuse it
+            Stats.hostile_calls += 1
+            rc = self.real(*ordered)
+            if rc == 0:
+                raise AssertionError("%s: the C code accepted a view whose elements span 2**40 bytes or more" % k.name)
+            return rc
         # the inputs before the C code runs: an output may be an input (in place)
         ins = [np.array(E._view_array(v, C.NP[p.dtype])[0], order="C") for v, p in zip(views[:nin], tparams)]
         rc = self.real(*ordered)
@@ -172,21 +248,29 @@ class GpuStrided:
         try:
             vals, si = [], 0
             ti = 0
+            by_name = {}
             for p in k.inputs:
                 if p.tensor:
                     a = rt.from_numpy(Gpu.ctx, ins[ti], dtype=p.dtype)
                     arrays.append(a)
                     vals.append(a)
+                    by_name[p.name] = a
                     ti += 1
                 else:
                     vals.append(_scalar_value(p, scalars[si][1]))
                     si += 1
+            given = []            # the outputs the call passes: an inout parameter's is its input, written in place
             for p, w in zip(k.outputs, want):
+                if p.inout:
+                    outs.append(by_name[p.name])
+                    continue
                 o = rt.new(Gpu.ctx, p.dtype, list(w.shape))
                 arrays.append(o)
                 outs.append(o)
+                given.append(o)
+            Share.set_options(k.name)
             kern = self.module.kernel(self.kernel_name)
-            res = rt.launch(kern, vals, outs, axes=axes_l)
+            res = rt.launch(kern, vals, given, axes=axes_l)
             for r in res:
                 rt.free(r)
             got = [rt.to_numpy(o).view(C.NP[p.dtype]) for o, p in zip(outs, k.outputs)]
@@ -268,22 +352,43 @@ def main():
         print(__doc__)
         return 2
     Share.setup()
+    Share.setup_options(ext)
     setup(ext)
     t0 = time.time()
     if argv[0] == "--views":
         rc = C.main({"test_device_views": test_device_views}, argv[1:])
     else:
         install()
-        paths = [a for a in argv if a.endswith(".py")]
-        opts = [a for a in argv if not a.endswith(".py")]
+        def module_arg(a):
+            return a.endswith(".py") or (".py@" in a and "/" in a.rsplit("@", 1)[1])
+        paths = [a for a in argv if module_arg(a)]
+        opts = [a for a in argv if not module_arg(a)]
         rc = 0
         import importlib
         for p in paths:
+            part = None
+            if not p.endswith(".py"):
+                p, spec = p.rsplit("@", 1)
+                try:
+                    part = tuple(int(x) for x in spec.split("/"))
+                except ValueError:
+                    part = (-1, 0)
+                if len(part) != 2 or not 0 <= part[0] < part[1]:
+                    raise SystemExit("gpu_conformance: %s@%s: expected @I/N with 0 <= I < N" % (p, spec))
             path = p if os.path.exists(p) else os.path.join(SRCDIR, "tests", "conformance", p)
             sys.path.insert(0, os.path.dirname(path))
             mod = importlib.import_module(os.path.splitext(os.path.basename(path))[0])
             sys.argv = [path] + opts
             tests = {n: Share.wrap(f) if n.startswith("test_") and callable(f) else f for n, f in vars(mod).items()}
+            if part is not None:  # the tests in the file's order (as nnkconf runs them), every Nth
+                names = sorted((n for n, f in tests.items() if n.startswith("test_") and callable(f)),
+                               key=lambda n: getattr(tests[n], "__wrapped__", tests[n]).__code__.co_firstlineno)
+                for i, n in enumerate(names):
+                    if i % part[1] != part[0]:
+                        del tests[n]
+                print("# %s@%d/%d: %d of its %d tests" % (os.path.basename(path), part[0], part[1],
+                                                         (len(names) - part[0] + part[1] - 1) // part[1], len(names)),
+                      flush=True)
             for name in os.environ.get("NNK_GPU_SKIP", "").split(","):
                 if name.strip() in tests:
                     del tests[name.strip()]
@@ -295,6 +400,13 @@ def main():
               "only" % (Share.p, Share.seed, len(Stats.instances), len(Stats.all_instances),
                         100.0 * len(Stats.instances) / max(len(Stats.all_instances), 1), Stats.calls,
                         Stats.all_calls, 100.0 * Stats.calls / max(Stats.all_calls, 1), ext), flush=True)
+        if Stats.hostile_calls:
+            print("# %d calls with views no copy can hold (strides past int64_t) ran in C only" % Stats.hostile_calls,
+                  flush=True)
+        if Share.test_options is not None:
+            print("# build options: %d of the %d instances on %s with the extension's own (NNK_GPU_REAL_SHARE %g), "
+                  "the rest with '%s' added" % (len(Stats.real_instances & Stats.instances), len(Stats.instances),
+                                                ext, Share.real_share, Share.test_options), flush=True)
         if Stats.calls == 0:
             print("# nothing ran on %s" % ext)
             rc = 1

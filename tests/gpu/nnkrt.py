@@ -61,6 +61,7 @@ class Runtime:
             "nnk_args_array": (ctypes.c_int, [P, P]),
             "nnk_args_f64": (ctypes.c_int, [P, ctypes.c_double]),
             "nnk_args_i64": (ctypes.c_int, [P, I64]),
+            "nnk_args_c128": (ctypes.c_int, [P, ctypes.c_double, ctypes.c_double]),
             "nnk_args_out": (ctypes.c_int, [P, P]),
             "nnk_args_axes": (ctypes.c_int, [P, I32, ctypes.POINTER(I32)]),
             "nnk_args_context": (ctypes.c_int, [P, P]),
@@ -193,7 +194,8 @@ class Runtime:
         return a
 
     def fill_args(self, a, inputs, outs=(), axes=None, ctx=None):
-        """inputs: arrays (c_void_p), floats (f64) and ints/bools (i64)."""
+        """inputs: arrays (c_void_p), floats (f64), complex numbers (c128)
+        and ints/bools (i64)."""
         L = self.lib
         L.nnk_args_reset(a)
         for v in inputs:
@@ -201,6 +203,8 @@ class Runtime:
                 self.check(L.nnk_args_array(a, v), "args_array")
             elif isinstance(v, float):
                 self.check(L.nnk_args_f64(a, v), "args_f64")
+            elif isinstance(v, complex):
+                self.check(L.nnk_args_c128(a, v.real, v.imag), "args_c128")
             else:
                 self.check(L.nnk_args_i64(a, int(v)), "args_i64")
         for o in outs:
