@@ -7,6 +7,7 @@
  * type arguments and storage dtypes). */
 #include "internal.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,16 @@ static nnk_status parse_value(const char *key, const char *text, rt_value *v)
         return NNK_OK;
     }
     if (errno == ERANGE && !*end && end != text) {
-        const char *t = text + (*text == '+');
+        /* strtoull negates a '-' number, also after the blanks strtoll
+         * skipped (an escaped space in a kw value): only digits here */
+        const char *t = text;
+        while (isspace((unsigned char)*t))
+            t++;
+        t += *t == '+';
         errno = 0;
-        unsigned long long u = *t != '-' ? strtoull(t, &end, 0) : 0;
-        if (*t != '-' && !errno && !*end) {
+        bool digit = isdigit((unsigned char)*t);
+        unsigned long long u = digit ? strtoull(t, &end, 0) : 0;
+        if (digit && !errno && !*end) {
             *v = (rt_value){RT_U64, {.u = u}};
             return NNK_OK;
         }

@@ -1378,6 +1378,12 @@ static void test_jit_fn(void)
     MSG_HAS("gamma");
     FAILS(nnk_create_jit_fn(code, "x=2", &fn), NNK_EINVAL);
     MSG_HAS("scalar");
+    /* below INT64_MIN, after a blank strtoll skips: not the u64 that
+     * strtoull's negation makes of it (1) */
+    FAILS(nnk_create_jit_fn(code, "a=\\ -18446744073709551615", &fn), NNK_EINVAL);
+    MSG_HAS("outside the int64 and uint64 ranges");
+    OK(nnk_create_jit_fn(code, "a=\\ +18446744073709551615", &fn));
+    nnk_jit_fn_free(fn);
     FAILS(nnk_create_jit_fn("elementwise a(x: f32[]) -> (y: f32[]) { y = x; }\n"
                             "elementwise b(x: f32[]) -> (y: f32[]) { y = x; }\n", NULL, &fn), NNK_EINVAL);
     MSG_HAS("kernel=NAME");
