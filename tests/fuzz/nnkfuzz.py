@@ -193,6 +193,10 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
             f = prog.funcs[e[1]]
             used = [reads(f.body, pn) for pn, _ in f.params]
             return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
+        if e[0] == "sel" and e[3] == e[4]:
+            # where(c, a, a): c's value cannot matter, and the compiler
+            # may not compute it (language.md: such a raw read is not made)
+            return live(e[3]) or (branches and live(e[2]))
         if e[0] == "sel" and const_cond(e[2], bound):
             # a constant condition: the folder keeps one branch (which one
             # is not worked out here, so neither counts)
