@@ -9,7 +9,8 @@
   * `nnkc -S` twice gives the same bytes;
   * with gcc on x86-64 the loops have an AVX2 clone (target_clones), and
     every kernel of the test files gives the same bits with the clones as
-    compiled for the baseline alone (-DNNK_NO_CLONES);
+    compiled for the baseline alone (-DNNK_NO_CLONES), and the same as the
+    object of nnkc -c, which compiles the C in three parts;
   * parameter names that are C/C++ keywords or that the entry points use
     themselves still give working code.
 """
@@ -104,9 +105,10 @@ def _functions(cfile):
     """line number -> name of the function defined around it."""
     names, cur = {}, None
     pat = re.compile(r"^(?:static\s+)?(?:inline\s+)?(?:const\s+)?[A-Za-z_][\w ]*?\**\s*\b([A-Za-z_]\w*)\s*\(")
+    hot = re.compile(r"^NNK_HOT(?:_INLINE)?\([\w ]+\*?\s*,\s*(\w+)\)\(")   # the loops (prelude.tmpl)
     with open(cfile) as f:
         for n, line in enumerate(f, 1):
-            m = pat.match(line)
+            m = hot.match(line) or pat.match(line)
             if m and not line.rstrip().endswith(";"):
                 cur = m.group(1)
             names[n] = cur
@@ -257,6 +259,38 @@ def test_multiarch_clones_agree():
     C.check(compared > 200, "only %d kernel calls compared" % compared)
     if "avx2" not in _cpu_flags():
         print("  (this CPU has no AVX2: both builds ran the baseline code)")
+
+
+def test_object_parts_agree():
+    """nnkc -c compiles the C in three parts (the code but the loops, the
+    loops for the baseline, for AVX2: templates/c/prelude.tmpl NNK_PART)
+    linked into one object: every kernel of the files gives the same bits
+    as the one-file build with target_clones."""
+    files = ["vmath.nnk", "half.nnk"]   # (elementwise with vector math, f16/bf16 reductions)
+    cases = [((7,), None), ((1000,), None), ((5, 1031), 1), ((1031, 5), 0)]
+    compared = 0
+    env = dict(os.environ, NNK_CC=C.CC)
+    for f in files:
+        src = os.path.join(KERNELS, f)
+        obj, so = work(f + ".parts.o"), work(f + ".parts.so")
+        C.run([C.NNKC, "-c", "--no-cuda", src, "-o", obj], env=env)
+        C.run([C.CC, "-shared", obj, "-o", so, "-lm"])
+        if os.uname().machine == "x86_64" and sys.platform.startswith("linux") and _is_gcc():
+            syms = C.run(["nm", so]).stdout
+            C.check(re.search(r"__avx2\b", syms) and re.search(r"__base\b", syms),
+                    "%s: no NAME__base/NAME__avx2 loops in the object of nnkc -c (nm)" % f)
+        _, cfile = C.build("kernels/" + f)
+        parts, whole = C.Module(so, cfile), C.load("kernels/" + f)
+        for name in _instances(cfile):
+            for n, (shape, axes) in enumerate(cases):
+                ka, kb = getattr(parts, name), getattr(whole, name)
+                if not ka.reduction and axes is not None:
+                    continue
+                a, b = _outcome(ka, shape, axes, n), _outcome(kb, shape, axes, n)
+                C.check(a == b, "%s %s shape %s axes %s: nnkc -c's object and the one-file build differ"
+                        % (f, name, shape, axes))
+                compared += 1
+    C.check(compared > 40, "only %d kernel calls compared" % compared)
 
 
 if __name__ == "__main__":
