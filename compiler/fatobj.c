@@ -1,7 +1,7 @@
 /* fatobj.c - fat objects (nnkc -c): one relocatable object with the CPU
  * code, the CUDA code of every instance as a fatbin (SASS per requested
- * architecture family plus PTX of the newest for later GPUs, from one nvcc
- * -fatbin), and two
+ * architecture family plus PTX of the newest for later GPUs, from one
+ * cicc run), and two
  * more entry points per instance:
  *
  *   int NAME_cuda(<the contiguous entry's parameters>, void *stream)
@@ -11,8 +11,8 @@
  *                <scalars by value, struct nnk_array * per tensor and output>)
  *       nnk arrays on the context's backends (nnk_launch_desc).
  *
- * The fatbin bytes become a static array at the top of the generated C, so
- * the C compiler makes the one object; descriptors point at it
+ * The fatbin is appended to the assembly of the C (fatobj_object, the
+ * steps); descriptors point at it
  * (cuda_image, cuda_image_size, cuda_symbol = the instance name, the
  * prefix of its kernel names).  References to libnnk are weak: an
  * application that never calls NAME_cuda/NAME_run needs no -lnnk.
