@@ -52,7 +52,7 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 /* a wait for claimed tasks longer than this (and 4 task times) is late */
 #define LATE_MIN_NS 200000
 /* how long jobs then run on the caller alone: first, at most */
-#define LATE_MIN_RUN_NS 50000000
+#define LATE_MIN_RUN_NS 250000000
 #define LATE_MAX_RUN_NS 4000000000
 /* the workers are woken once the tasks left would take the caller this long */
 #define WAKE_WORK_NS 100000
