@@ -44,9 +44,12 @@ nnk_status rt_check_shape(int32_t ndim, const int64_t *shape)
     for (int32_t d = 0; d < ndim; d++) {
         if (shape[d] < 0)
             return rt_error(NNK_ESHAPE, "negative extent %lld in dimension %d", (long long)shape[d], d);
-        if (shape[d] && n > (INT64_MAX >> 4) / shape[d])
+        /* a zero extent counts as 1, as in the strides: (0, 2^62) has no
+         * element but a stride of 2^62 elements, whose bytes overflow */
+        int64_t e = shape[d] ? shape[d] : 1;
+        if (n > (INT64_MAX >> 4) / e)
             return rt_error(NNK_ESHAPE, "the shape has too many elements");
-        n *= shape[d];
+        n *= e;
     }
     return NNK_OK;
 }

@@ -194,12 +194,11 @@ nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape)
         if (shape[d] < 0)
             return rt_error(NNK_ESHAPE, "nnk_args_shape: negative extent %lld in dimension %d", (long long)shape[d], d);
     int64_t n = 1;
-    for (int32_t d = 0; d < ndim; d++) {
-        if (shape[d] == 0)
-            break;
-        if (n > INT64_MAX / shape[d])
+    for (int32_t d = 0; d < ndim; d++) { /* a zero extent counts as 1, as in strides (rt_check_shape) */
+        int64_t e = shape[d] ? shape[d] : 1;
+        if (n > INT64_MAX / e)
             return rt_error(NNK_ESHAPE, "nnk_args_shape: the shape has more than INT64_MAX elements");
-        n *= shape[d];
+        n *= e;
     }
     memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
     a->nshape = ndim;
