@@ -156,7 +156,8 @@ bool load_sources(Compiler *c, const char *path, const char *text, size_t len)
     } else {
         src = source_read(c, path);
         if (!src) {
-            diag_error_plain(c, "cannot read '%s': %s", path, strerror(errno));
+            diag_error_plain(c, "cannot read '%s': %s", path,
+                             errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
             return false;
         }
     }

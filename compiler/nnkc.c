@@ -24,7 +24,7 @@ typedef struct Args {
     const char *header;      /* -H */
     bool depfile;            /* -MD */
     const char *dep_path;    /* -MF */
-    const char *dep_target;  /* -MT */
+    List dep_targets;        /* -MT and -MQ, in order: "T" or "Q" then the name (as gcc: -MQ escapes it) */
     bool dep_phony;          /* -MP */
     const char *cuda_archs;
     bool no_cuda;
@@ -55,7 +55,8 @@ static const char usage_text[] =
     "  -O0 -O1 -O2 -O3      optimization level (default -O2)\n"
     "  -MD                  write a make depfile listing the imports (default name: output with .d)\n"
     "  -MF FILE             the depfile's name\n"
-    "  -MT TARGET           the depfile's target (default: the output)\n"
+    "  -MT TARGET           the depfile's target as it is (default: the output); may be repeated\n"
+    "  -MQ TARGET           the same, with make's special characters escaped\n"
     "  -MP                  add a phony target for every import\n"
     "  --cuda-arch=LIST     GPU architectures of fat objects (default " NNK_DEFAULT_CUDA_ARCHS ")\n"
     "  --cuda-fmad          let nvcc fuse a * b + c into one FMA (results then differ from the C code's)\n"
@@ -82,7 +83,7 @@ static int usage_error(const char *fmt, const char *arg)
  * option takes its value after one). */
 static const char *const option_names[] = {
     "--help", "--version", "--check", "-S", "-c", "--emit-header", "--emit=", "--target=", "-o", "-H", "-MF",
-    "-MT", "-MD", "-MP", "-I", "-T", "-O0", "-O1", "-O2", "-O3", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
+    "-MT", "-MQ", "-MD", "-MP", "-I", "-T", "-O0", "-O1", "-O2", "-O3", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
     "--no-cuda", "--color=", "-j",
 };
 
@@ -186,7 +187,8 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
                 a->target = NNKC_TARGET_OPENCL;
             else
                 return usage_error("unknown target '%s' (known: c, cuda, opencl)", s + 9);
-        } else if (strcmp(s, "-o") == 0 || strcmp(s, "-H") == 0 || strcmp(s, "-MF") == 0 || strcmp(s, "-MT") == 0) {
+        } else if (strcmp(s, "-o") == 0 || strcmp(s, "-H") == 0 || strcmp(s, "-MF") == 0 || strcmp(s, "-MT") == 0 ||
+                   strcmp(s, "-MQ") == 0) {
             if (i + 1 >= argc)
                 return usage_error("%s needs a value", s);
             const char *v = argv[++i];
@@ -197,7 +199,7 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
             else if (s[2] == 'F')
                 a->dep_path = v;
             else
-                a->dep_target = v;
+                list_push(ar, &a->dep_targets, arena_printf(ar, "%c%s", s[2], v));
         } else if (strcmp(s, "-MD") == 0) {
             a->depfile = true;
         } else if (strcmp(s, "-MP") == 0) {
@@ -350,8 +352,10 @@ static bool write_depfile(Compiler *c, const Args *a, const char *input, const c
         size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - o) : strlen(o);
         path = arena_printf(ar, "%.*s.d", (int)n, o);
     }
-    const char *target = a->dep_target ? a->dep_target : (output ? output : "-");
+    const char *target = output ? output : "-";
     bool names_ok = dep_name_ok(target) && dep_name_ok(input) && (!a->header || dep_name_ok(a->header));
+    for (int i = 0; i < a->dep_targets.n; i++)
+        names_ok &= dep_name_ok((const char *)a->dep_targets.items[i] + 1);
     for (int i = 0; i < c->imports.n; i++)
         names_ok &= dep_name_ok(((SourceFile *)c->imports.items[i])->path);
     if (!names_ok) {
@@ -360,8 +364,18 @@ static bool write_depfile(Compiler *c, const Args *a, const char *input, const c
         return false;
     }
     Buf b = {0};
-    dep_escape(&b, target);
-    if (a->header && !a->dep_target) {
+    for (int i = 0; i < a->dep_targets.n; i++) {
+        const char *t = a->dep_targets.items[i];
+        if (i)
+            buf_puts(&b, " ");
+        if (t[0] == 'Q')
+            dep_escape(&b, t + 1);
+        else
+            buf_puts(&b, t + 1);
+    }
+    if (!a->dep_targets.n)
+        dep_escape(&b, target);
+    if (a->header && !a->dep_targets.n) {
         buf_puts(&b, " ");
         dep_escape(&b, a->header);
     }

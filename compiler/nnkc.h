@@ -108,7 +108,7 @@ typedef struct SourceFile {
 
 typedef struct Compiler Compiler;
 SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t len);
-SourceFile *source_read(Compiler *c, const char *path); /* NULL, errno set */
+SourceFile *source_read(Compiler *c, const char *path); /* NULL, errno set (EFBIG past NNKC_MAX_IMPORT bytes) */
 /* An imported file: a regular file of at most NNKC_MAX_IMPORT bytes, opened
  * without blocking (a FIFO) and not following a final link when nofollow;
  * its size must not change while read (a /proc file's is unknown).  NULL

@@ -35,9 +35,19 @@ SourceFile *source_read(Compiler *c, const char *path)
     Buf b = {0};
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+    /* The main input may be a pipe (nnkc <(gen)), so it is not required
+     * to be a regular file, but it is held to an import's limit: reading
+     * /dev/zero must end in an error, not in all of the memory. */
+    int err = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        if (b.len + n > NNKC_MAX_IMPORT) {
+            err = EFBIG;
+            break;
+        }
         buf_put(&b, chunk, n);
-    int err = ferror(fp) ? (errno ? errno : EIO) : 0;
+    }
+    if (!err && ferror(fp))
+        err = errno ? errno : EIO;
     fclose(fp);
     if (err) {
         buf_free(&b);

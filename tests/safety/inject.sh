@@ -52,6 +52,17 @@ if ! "$nnkc" -S -MD "$dn" -o "$tmp/d.c" -MF "$tmp/d.d" -MT "t" 2>"$tmp/err" ||
     [ "$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -f "$tmp/mk" 2>&1)" != "$dn" ]; then
     echo "FAIL the depfile of '$dn' does not read back in make:"; cat "$tmp/d.d" "$tmp/err"; fail=1
 fi
+# -MT names a target as it is, -MQ escapes it, and both may repeat (gcc's
+# options): a make variable in -MT stays one, a space in -MQ is escaped
+"$nnkc" -S -MD "$dn" -o "$tmp/q.c" -MF "$tmp/q.d" -MT '$(OBJ)q.o' -MQ "$tmp/a b.o" 2>"$tmp/err"
+want="\$(OBJ)q.o $(printf '%s' "$tmp/a b.o" | sed 's/ /\\ /g'):"
+if [ "$(head -c ${#want} "$tmp/q.d")" != "$want" ]; then
+    echo "FAIL -MT/-MQ targets: want '$want', got:"; cat "$tmp/q.d" "$tmp/err"; fail=1
+fi
+# the main input is held to an import's limit: /dev/zero is an error, not all of the memory
+if [ -r /dev/zero ] && { "$nnkc" --check /dev/zero 2>"$tmp/err"; [ $? -ne 1 ] || ! grep -q 'larger than 16 MiB' "$tmp/err"; }; then
+    echo "FAIL nnkc --check /dev/zero:"; cat "$tmp/err"; fail=1
+fi
 nl="$tmp/$(printf 'n\nevil: ; touch pwn\n.nnk')"
 printf 'elementwise kn(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$nl"
 if "$nnkc" -S -MD "$nl" -o "$tmp/n.c" -MF "$tmp/n.d" 2>/dev/null || [ -e "$tmp/n.d" ]; then
