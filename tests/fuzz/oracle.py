@@ -608,6 +608,13 @@ def reducer(cx, name, arg):
             return rt, r
         if is_complex(ct):
             return rt, cx_reduce(cx, name, a, ct, ax)
+        if name == "mean" and not is_float(ct):
+            # integers and bools: each element converted to f64, summed in
+            # f64 (in an order left open), divided by n (language.md, 87dbf2f)
+            w = np.asarray(convert(a, ct, "f64"), dtype=np.float64)
+            r = np.sum(w, axis=ax, keepdims=True) / cx.n
+            scale = (cx.n + 2) * np.max(np.abs(w), axis=ax, keepdims=True) / cx.n if w.size else 0
+            return "f64", np.asarray(cx.fuzz(r, "f64", scale=scale), dtype=np.float64)
         acc = accum_type(ct)
         if name in ("sum", "prod", "mean"):
             if is_float(ct):
