@@ -393,7 +393,8 @@ def fresh(prog, args):
     return out
 
 
-PRED_FNS = ("isnan", "isinf", "isfinite")
+# (and signbit: of an unsigned integer the constant false)
+PRED_FNS = ("isnan", "isinf", "isfinite", "signbit")
 ERANGE = 6      # NNK_ERANGE, what NAME_strided returns for an index out of range
 
 
