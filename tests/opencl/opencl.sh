@@ -44,4 +44,7 @@ NNK_OPENCL_LIBRARY="$tmp/libOpenCL-none.so.1" "$t" none
 OCL_ICD_VENDORS="$tmp/vendors" OPENCL_VENDOR_PATH="$tmp/vendors" "$t" none
 NNK_OPENCL_HIDE_EXTENSIONS=cl_khr_fp64 "$t" nofp64
 NNK_OPENCL_MEM_LIMIT=1048576 "$t" oom
-"$t" threads
+# without the leak check: LeakSanitizer stops every thread at exit, and with
+# PoCL's worker threads of this mode its tracer once died of SIGSEGV in CI
+# (all 242 checks had passed); the other modes check leaks, ASan stays on
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$t" threads
