@@ -495,6 +495,10 @@ static int compile_one(const Args *a, const char *path)
             }
             buf_free(&out);
             buf_free(&hdr);
+        } else if (c->nerrors == 0 && a->depfile) {
+            /* --check -MD, as gcc -fsyntax-only -MD: the target is -o's name, else input.o */
+            if (!write_depfile(c, a, path, a->output ? a->output : default_output(ar, path, ".o"), ar))
+                status = 1;
         }
     } else {
         status = 1;

@@ -59,6 +59,16 @@ want="\$(OBJ)q.o $(printf '%s' "$tmp/a b.o" | sed 's/ /\\ /g'):"
 if [ "$(head -c ${#want} "$tmp/q.d")" != "$want" ]; then
     echo "FAIL -MT/-MQ targets: want '$want', got:"; cat "$tmp/q.d" "$tmp/err"; fail=1
 fi
+# --check -MD writes the depfile too, as gcc -fsyntax-only -MD: the target is
+# -o's name, else the input's base name with .o, and so is the depfile's
+mkdir -p "$tmp/chk" && printf 'elementwise kc(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$tmp/chk/c.nnk"
+if ! (cd "$tmp/chk" && "$nnkc" --check -MD c.nnk 2>"$tmp/err") || [ "$(cat "$tmp/chk/c.d" 2>&1)" != "c.o: c.nnk" ]; then
+    echo "FAIL nnkc --check -MD c.nnk: no c.d reading 'c.o: c.nnk':"; cat "$tmp/chk/c.d" "$tmp/err"; fail=1
+fi
+if ! "$nnkc" --check -MD "$tmp/chk/c.nnk" -MF "$tmp/chk/s.d" -MT stamp 2>"$tmp/err" ||
+    [ "$(cat "$tmp/chk/s.d" 2>&1)" != "stamp: $tmp/chk/c.nnk" ]; then
+    echo "FAIL nnkc --check -MD -MF s.d -MT stamp:"; cat "$tmp/chk/s.d" "$tmp/err"; fail=1
+fi
 # the main input is held to an import's limit: /dev/zero is an error, not all of the memory
 if [ -r /dev/zero ] && { "$nnkc" --check /dev/zero 2>"$tmp/err"; [ $? -ne 1 ] || ! grep -q 'larger than 16 MiB' "$tmp/err"; }; then
     echo "FAIL nnkc --check /dev/zero:"; cat "$tmp/err"; fail=1
