@@ -103,40 +103,81 @@ static const char *const level_color[] = {"\033[1;31m", "\033[1;35m", "\033[1;36
 #define GREEN "\033[1;32m"
 #define RESET "\033[0m"
 
-/* Display column of byte `off` in a line: UTF-8 continuation bytes take no
- * column, so the caret lines up under multi-byte text. */
+/* The length of the valid UTF-8 sequence at s (1 to 4 bytes, of n), or 0
+ * for a byte that starts none (overlong forms and surrogates included). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    /* the allowed range of the second byte for each lead, then the count */
+    static const struct { unsigned char lo, hi, lo2, hi2, len; } lead[] = {
+        {0xc2, 0xdf, 0x80, 0xbf, 2}, {0xe0, 0xe0, 0xa0, 0xbf, 3}, {0xe1, 0xec, 0x80, 0xbf, 3},
+        {0xed, 0xed, 0x80, 0x9f, 3}, {0xee, 0xef, 0x80, 0xbf, 3}, {0xf0, 0xf0, 0x90, 0xbf, 4},
+        {0xf1, 0xf3, 0x80, 0xbf, 4}, {0xf4, 0xf4, 0x80, 0x8f, 4},
+    };
+    for (size_t k = 0; k < sizeof lead / sizeof lead[0]; k++) {
+        if (s[0] < lead[k].lo || s[0] > lead[k].hi)
+            continue;
+        size_t len = lead[k].len;
+        if (n < len || s[1] < lead[k].lo2 || s[1] > lead[k].hi2)
+            return 0;
+        for (size_t i = 2; i < len; i++)
+            if ((s[i] & 0xc0) != 0x80)
+                return 0;
+        return len;
+    }
+    return 0;
+}
+
+/* The source line, then the caret under `off`.  A valid UTF-8 sequence
+ * takes one column; a byte that is not UTF-8 prints as <XX> (as clang
+ * does), four columns, so the terminal gets valid text and the caret
+ * lines up. */
 static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool color)
 {
     if (r.off > f->len)
         return;
+    const unsigned char *t = (const unsigned char *)f->text;
     size_t start = r.off;
-    while (start > 0 && f->text[start - 1] != '\n')
+    while (start > 0 && t[start - 1] != '\n')
         start--;
     size_t end = r.off;
-    while (end < f->len && f->text[end] != '\n')
+    while (end < f->len && t[end] != '\n')
         end++;
-    if (end > start && f->text[end - 1] == '\r')
+    if (end > start && t[end - 1] == '\r')
         end--;
     /* Control bytes (NUL included) print as spaces so the terminal and the
      * caret stay aligned. */
-    for (size_t i = start; i < end; i++) {
-        unsigned char ch = (unsigned char)f->text[i];
-        char o = (ch < 0x20 && ch != '\t') || ch == 0x7f ? ' ' : (char)ch;
-        buf_put(out, &o, 1);
+    for (size_t i = start, k; i < end; i += k) {
+        k = utf8_len(t + i, end - i);
+        if (k == 0) {
+            buf_printf(out, "<%02X>", t[i]);
+            k = 1;
+        } else if (k == 1) {
+            char o = (t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f ? ' ' : (char)t[i];
+            buf_put(out, &o, 1);
+        } else {
+            buf_put(out, (const char *)t + i, k);
+        }
     }
     buf_put(out, "\n", 1);
-    for (size_t i = start; i < r.off; i++) {
-        unsigned char ch = (unsigned char)f->text[i];
-        if ((ch & 0xc0) == 0x80)
-            continue;
-        buf_put(out, ch == '\t' ? "\t" : " ", 1);
+    size_t i = start, k;
+    for (; i < r.off && i < end; i += k) {
+        k = utf8_len(t + i, end - i);
+        if (k == 0)
+            buf_put(out, "    ", 4), k = 1;
+        else
+            buf_put(out, t[i] == '\t' ? "\t" : " ", 1);
     }
     if (color)
         buf_puts(out, GREEN);
     buf_put(out, "^", 1);
     size_t stop = r.off + r.len < end ? r.off + r.len : end;
-    for (size_t i = r.off + 1; i < stop; i++) {
-        if (((unsigned char)f->text[i] & 0xc0) != 0x80)
+    for (bool first = true; i < stop; i += k, first = false) {
+        k = utf8_len(t + i, end - i);
+        size_t w = k == 0 ? 4 : 1;
+        k = k ? k : 1;
+        for (size_t j = first; j < w; j++)
             buf_put(out, "~", 1);
     }
     if (color)
