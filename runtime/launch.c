@@ -728,7 +728,7 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
         any = true;
     }
     if (!any)
-        return rt_error(NNK_EINVAL, "kernel '%s' has no array input (but raw ones) to take its shape from: pass its outputs "
+        return rt_error(NNK_EINVAL, "kernel '%s' has no array input that is not raw to take its shape from: pass its outputs "
                         "(nnk_args_out) or its shape (nnk_args_shape)", k->name);
     uint8_t red[NNK_MAX_DIMS] = {0};
     if (k->reduction) {

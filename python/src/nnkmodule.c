@@ -93,13 +93,39 @@ static PyObject *raise_text(nnk_status s, PyObject *text)
     return NULL;
 }
 
-/* Raises the exception of a failed libnnk call, with nnk_last_error(). */
+/* The words of libnnk's messages that name its C API where this module has
+ * its own: the C function, then what a Python caller writes. */
+#define NNK_PY_API_WORDS(X)                  \
+    X("(nnk_args_out)", "(out=)")            \
+    X("(nnk_args_shape)", "(shape=)")        \
+    X("nnk_args_shape: ", "shape=: ")        \
+    X("nnk_args_axes: ", "axis=: ")          \
+    X("nnk_create_jit_fn: ", "_create_jit_fn: ")
+
+/* Raises the exception of a failed libnnk call, with nnk_last_error() in
+ * this module's words (not in diagnostics, which quote the source). */
 static PyObject *raise_status(nnk_status s)
 {
+    static const char *const words[][2] = {
+#define X(c, py) {c, py},
+        NNK_PY_API_WORDS(X)
+#undef X
+    };
     const char *msg = nnk_last_error();
     if (!msg || !*msg)
         msg = nnk_status_name(s) ? nnk_status_name(s) : "nnk error";
-    return raise_text(s, PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace"));
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+    for (size_t i = 0; text && s != NNK_ECOMPILE && strstr(msg, "nnk_") && i < sizeof words / sizeof words[0]; i++) {
+        if (!strstr(msg, words[i][0]))
+            continue;
+        PyObject *from = PyUnicode_FromString(words[i][0]), *to = PyUnicode_FromString(words[i][1]);
+        PyObject *t = from && to ? PyUnicode_Replace(text, from, to, -1) : NULL;
+        Py_XDECREF(from);
+        Py_XDECREF(to);
+        Py_DECREF(text);
+        text = t;
+    }
+    return raise_text(s, text);
 }
 
 /* Raises the exception of status s with a PyUnicode_FromFormat message. */

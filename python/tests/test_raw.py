@@ -49,9 +49,14 @@ def test_explicit_shape(mod):
     assert np.array_equal(c, np.indices((2, 3))[0] * 10 + np.indices((2, 3))[1])
     with pytest.raises(nnk.ShapeError, match="the iteration shape given, \\(5,\\), is not the arguments' \\(2,\\)"):
         mod.take(np.ones(3, np.float32), np.zeros(2, np.int64), shape=(5,))
-    with pytest.raises(nnk.ArgumentError, match="pass its outputs .* or its shape"):
-        mod.stencil(x)
-    with pytest.raises(nnk.ShapeError, match="negative extent -1 in dimension 1"):
+    # the messages name Python's keywords, not the C API's functions
+    # (they named nnk_args_out and nnk_args_shape)
+    for f in (lambda: mod.stencil(x), lambda: mod.coords(),
+              lambda: nnk.jiterator._create_jit_fn("elementwise r(raw x: f32[]) -> (y: f32[]) { y = x[idx]; }")(x)):
+        with pytest.raises(nnk.ArgumentError, match=r"pass its outputs \(out=\) or its shape \(shape=\)$") as e:
+            f()
+        assert "nnk_" not in str(e.value)
+    with pytest.raises(nnk.ShapeError, match="^shape=: negative extent -1 in dimension 1$"):
         mod.coords(shape=(2, -1))
     # a product past INT64_MAX is a ShapeError (it was "too large an extent"
     # 2^40, an ArgumentError); a zero extent counts as 1, as in the strides,
