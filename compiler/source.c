@@ -29,7 +29,9 @@ SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t l
 
 SourceFile *source_read(Compiler *c, const char *path)
 {
-    FILE *fp = fopen(path, "rb");
+    /* "-" is standard input, as cc's; its diagnostics say <stdin>, as gcc's */
+    bool in = strcmp(path, "-") == 0;
+    FILE *fp = in ? stdin : fopen(path, "rb");
     if (!fp)
         return NULL;
     Buf b = {0};
@@ -48,13 +50,14 @@ SourceFile *source_read(Compiler *c, const char *path)
     }
     if (!err && ferror(fp))
         err = errno ? errno : EIO;
-    fclose(fp);
+    if (!in)
+        fclose(fp);
     if (err) {
         buf_free(&b);
         errno = err;
         return NULL;
     }
-    SourceFile *f = source_add(c, path, b.data ? b.data : "", b.len);
+    SourceFile *f = source_add(c, in ? "<stdin>" : path, b.data ? b.data : "", b.len);
     buf_free(&b);
     return f;
 }

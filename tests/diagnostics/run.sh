@@ -72,5 +72,18 @@ if [ $rc -ne 2 ] || grep -q "did you mean" "$out"; then
     cat "$out"
     fail=$((fail + 1))
 fi
+# "-" reads standard input, as cc's, and its diagnostics say <stdin>, as gcc's
+n=$((n + 1))
+printf 'elementwise k(x: f32[]) -> (y: f32[]) {\n    y = tahn(x);\n}\n' | "$nnkc" --check --color=never - >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "^<stdin>:2:9: error: unknown function 'tahn'" "$out"; then
+    echo "FAIL nnkc --check - (standard input): exit status $rc, expected 1 and <stdin>:2:9:"; cat "$out"
+    fail=$((fail + 1))
+fi
+n=$((n + 1))
+if ! printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "$nnkc" -S - -o - 2>"$out" | grep -q 'void k(int64_t n'; then
+    echo "FAIL nnkc -S - -o - (standard input to standard output):"; cat "$out"
+    fail=$((fail + 1))
+fi
 echo "$((n - fail))/$n diagnostics cases passed"
 [ $fail = 0 ]
