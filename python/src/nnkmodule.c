@@ -95,12 +95,14 @@ static PyObject *raise_text(nnk_status s, PyObject *text)
 
 /* The words of libnnk's messages that name its C API where this module has
  * its own: the C function, then what a Python caller writes. */
-#define NNK_PY_API_WORDS(X)                  \
-    X("(nnk_args_out)", "(out=)")            \
-    X("(nnk_args_shape)", "(shape=)")        \
-    X("nnk_args_shape: ", "shape=: ")        \
-    X("nnk_args_axes: ", "axis=: ")          \
-    X("nnk_create_jit_fn: ", "_create_jit_fn: ")
+#define NNK_PY_API_WORDS(X)                                         \
+    X("(nnk_args_out)", "(out=)")                                   \
+    X("(nnk_args_shape)", "(shape=)")                               \
+    X("nnk_args_shape: ", "shape=: ")                               \
+    X("nnk_args_axes: ", "axis=: ")                                 \
+    X("nnk_create_jit_fn: ", "_create_jit_fn: ")                    \
+    X("nnk_extension_device_synchronize: ", "device_synchronize: ") \
+    X("nnk_extension_memory_stats: ", "memory_stats: ")
 
 /* Raises the exception of a failed libnnk call, with nnk_last_error() in
  * this module's words (not in diagnostics, which quote the source). */

@@ -246,3 +246,13 @@ def test_huge_integers_are_out_of_range(norms, big):
             ext.device_synchronize(dev)
         with pytest.raises(nnk.ArgumentError, match="out of range"):
             ext.memory_stats(dev)
+
+
+def test_messages_name_the_python_api():
+    """A device out of the extension's range names the method called, not
+    the C function under it (it said nnk_extension_device_synchronize)."""
+    ext = nnk.ext_utils.import_extension_module("cpu")
+    with pytest.raises(nnk.ArgumentError, match="^device_synchronize: device 5 out of range: extension 'cpu' has 1 device$"):
+        ext.device_synchronize(5)
+    with pytest.raises(nnk.ArgumentError, match="^memory_stats: device 7 out of range"):
+        ext.memory_stats(7)
