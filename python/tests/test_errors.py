@@ -38,6 +38,9 @@ def test_shape_errors(add, norms):
     assert e.value.status == "NNK_ESHAPE"
     with pytest.raises(nnk.ShapeError):
         add(np.ones(3, np.float32), np.ones(3, np.float32), out=np.empty(4, np.float32))
+    # the result's shape is the inputs' (it was padded to the output's rank: (1, 4))
+    with pytest.raises(nnk.ShapeError, match=r"output 0 has shape \(3, 4\) but the result has shape \(4,\)$"):
+        add(np.ones(4, np.float32), np.ones(4, np.float32), out=np.empty((3, 4), np.float32))
     with pytest.raises(nnk.ShapeError):
         nnk.asarray(np.ones((1,) * 17, np.float32))
 

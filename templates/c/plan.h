@@ -119,10 +119,13 @@ NNK_PLAN_UNUSED_ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nou
     /* 1. The iteration shape: inputs and full-shape outputs broadcast. */
     int32_t ndim = 0;
     int64_t shape[NNK_MAX_DIMS];
-    int32_t nin_shaped = 0;
+    int32_t nin_shaped = 0, ndim_in = 0; /* ndim_in: the inputs' rank, for messages */
     for (int32_t k = 0; k < nops; k++)
         if (!(reduced && reduced[k]) && views[k]->ndim > ndim)
             ndim = views[k]->ndim;
+    for (int32_t k = 0; k < nin; k++)
+        if (!(reduced && reduced[k]) && views[k]->ndim > ndim_in)
+            ndim_in = views[k]->ndim;
     for (int32_t d = 0; d < ndim; d++)
         shape[d] = 1;
     for (int32_t k = 0; k < nin; k++) {
@@ -240,7 +243,10 @@ NNK_PLAN_UNUSED_ static int nnk_plan_build(nnk_plan *p, int32_t nin, int32_t nou
                 nnk_msg_str_(&m, " has shape ");
                 nnk_msg_shape_(&m, v->ndim, v->shape);
                 nnk_msg_str_(&m, " but the result has shape ");
-                nnk_msg_shape_(&m, ndim, shape);
+                if (nin_shaped) /* not the leading 1s of the outputs' rank */
+                    nnk_msg_shape_(&m, ndim_in, shape + (ndim - ndim_in));
+                else
+                    nnk_msg_shape_(&m, ndim, shape);
                 return NNK_PLAN_EOUTPUT;
             }
         }
