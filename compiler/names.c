@@ -33,7 +33,7 @@ const char *name_kind_text(NameKind k)
     case NK_CUDA: return "a CUDA built-in";
     case NK_OPENCL: return "an OpenCL C keyword or built-in";
     case NK_GENERATED: return "a name the generated entry points use themselves";
-    case NK_HEADER: return "declared by <math.h>, <stdint.h> or <stdlib.h>, which the generated C includes";
+    case NK_HEADER: return "declared by <math.h>, <stdint.h>, <stdlib.h> or <string.h>, which the generated C includes";
     case NK_PATTERN:
         return "reserved (names with '__', or starting with '_' and an upper-case letter, nnk_ or NNK_, belong to C and nnk)";
     case NK_NONE: break;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """header_names.py - the ordinary identifiers that the headers generated
-code includes (<math.h>, <stdint.h>, <stdlib.h>) declare or define here:
+code includes (<math.h>, <stdint.h>, <stdlib.h>, <string.h>) declare or define here:
 macros (cc -dM -E), and functions, variables, typedefs and enumeration
 constants (clang's JSON AST).  Names starting with '_' are left out (the
 reserved patterns of compiler/names.def cover them).
@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-HEADERS = ["math.h", "stdint.h", "stdlib.h"]
+HEADERS = ["math.h", "stdint.h", "stdlib.h", "string.h"]
 
 
 def names(cc="cc", clang="clang"):

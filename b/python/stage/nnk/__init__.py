@@ -1,0 +1,1 @@
+/work/wt/probe/b/../python/nnk/__init__.py
