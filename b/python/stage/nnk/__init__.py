@@ -1,1 +1,0 @@
-/work/wt/probe/b/../python/nnk/__init__.py
