@@ -149,6 +149,19 @@ static int check(nnk_status s)
     return -1;
 }
 
+/* A name (keyword, context, dtype) as a C string: one with a NUL character
+ * would be cut there and name another ('s\0x' named s). */
+static const char *name_utf8(PyObject *s)
+{
+    Py_ssize_t n;
+    const char *c = PyUnicode_AsUTF8AndSize(s, &n);
+    if (c && (Py_ssize_t)strlen(c) != n) {
+        fail(NNK_EINVAL, "the name %R holds a NUL character", s);
+        return NULL;
+    }
+    return c;
+}
+
 /* ---- dtypes ------------------------------------------------------------------- */
 
 /* 'l' where long is 64 bits: numpy reads it as its int64 (np.int_), 'q' as
@@ -238,7 +251,7 @@ static int dtype_arg(PyObject *o, nnk_dtype *out)
     }
     if (!s)
         return -1;
-    const char *c = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+    const char *c = PyUnicode_Check(s) ? name_utf8(s) : NULL;
     if (!c) {
         Py_DECREF(s);
         if (!PyErr_Occurred())
@@ -554,7 +567,7 @@ static int context_arg(PyObject *o, const nnk_context **out, PyObject **hold)
         return 0;
     }
     if (PyUnicode_Check(o)) {
-        const char *name = PyUnicode_AsUTF8(o);
+        const char *name = name_utf8(o);
         nnk_context *c;
         if (!name || check(nnk_get_extension_context(name, NULL, &c)) < 0)
             return -1;
@@ -622,7 +635,7 @@ static char *kw_string(PyObject *dict)
     while (dict && PyDict_Next(dict, &pos, &key, &value)) {
         if (value == Py_None)
             continue;   /* an omitted option, as NNabla's defaults */
-        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *k = PyUnicode_Check(key) ? name_utf8(key) : NULL;
         if (!k)
             goto done;
         int ok = (k[0] == '_' || (k[0] >= 'a' && k[0] <= 'z') || (k[0] >= 'A' && k[0] <= 'Z'));
@@ -1999,7 +2012,7 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
             if (context_arg(v, &c, &ctx_hold) < 0 || (c && check(nnk_args_context(A, c)) < 0))
                 goto done;
         } else {
-            const char *n = PyUnicode_AsUTF8(name);
+            const char *n = name_utf8(name);
             if (!n || add_arg(A, self->k, n, 0, v, ca) < 0)
                 goto done;
         }

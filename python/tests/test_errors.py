@@ -6,6 +6,7 @@ import pytest
 
 import nnk
 
+ADD_SRC = "elementwise add(x: f32[], y: f32[], alpha: f32 = 1) -> (z: f32[]) { z = x + alpha * y; }"
 
 def test_hierarchy():
     for name, builtin in [("ArgumentError", ValueError), ("ArgumentError", TypeError), ("ShapeError", ValueError),
@@ -95,6 +96,13 @@ def test_bad_arguments(add):
         add(x, x, x=x)
     with pytest.raises(nnk.ArgumentError):
         add(*([x] * 100))
+    # a name holding a NUL is not cut there: 'alpha\0x' named alpha, 'cpu\0x' cpu
+    for call in (lambda: add(x, x, **{"alpha\0x": 5.0}), lambda: add(x, x, ctx="cpu\0x"),
+                 lambda: nnk.empty((2,), dtype="float32\0x"),
+                 lambda: nnk.ext_utils.get_extension_context("cpu", **{"type_config\0x": "half"}),
+                 lambda: nnk.jiterator._create_jit_fn(ADD_SRC, **{"alpha\0x": 2.0})):
+        with pytest.raises(nnk.ArgumentError, match="holds a NUL character"):
+            call()
 
 
 def test_bad_outputs(add):
