@@ -515,8 +515,9 @@ static nnk_status bind_args(call *c, const nnk_args *a)
         return rt_error(NNK_EINVAL, "kernel '%s': missing argument '%s'%s", k->name, pm->name,
                         pm->tensor ? "" : " (a scalar without a default)");
     }
-    if (!k->reduction && a->naxes >= 0)
-        return rt_error(NNK_EINVAL, "kernel '%s' is elementwise: it takes no reduction axes", k->name);
+    if (!k->reduction && (a->naxes >= 0 || a->keepdims)) /* numpy's ufuncs refuse keepdims too */
+        return rt_error(NNK_EINVAL, "kernel '%s' is elementwise: it takes no reduction axes%s", k->name,
+                        a->naxes >= 0 ? "" : " (keepdims)");
     /* An inout parameter's array is its output too: the same array at the
      * same position, which the generated code reads before it writes. */
     for (int32_t p = k->nin; p < k->nin + k->nout; p++) {

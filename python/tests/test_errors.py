@@ -94,6 +94,9 @@ def test_bad_arguments(add):
         add(x, x, alpha=2 ** 70)
     with pytest.raises(nnk.ArgumentError):
         add(x, x, x=x)
+    with pytest.raises(nnk.ArgumentError, match="is elementwise: it takes no reduction axes \\(keepdims\\)"):
+        add(x, x, keepdims=True)                # as axis=: numpy's ufuncs refuse it (it was ignored)
+    add(x, x, keepdims=False)
     with pytest.raises(nnk.ArgumentError):
         add(*([x] * 100))
     # a name holding a NUL is not cut there: 'alpha\0x' named alpha, 'cpu\0x' cpu
