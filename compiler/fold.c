@@ -518,6 +518,8 @@ static double eval_float(Builtin bi, bool f32, const double *x)
     case B_ACOS: return f32 ? acosf((float)x[0]) : acos(x[0]);
     case B_ATAN: return f32 ? atanf((float)x[0]) : atan(x[0]);
     case B_ATAN2: return f32 ? atan2f((float)x[0], (float)x[1]) : atan2(x[0], x[1]);
+    /* arg of a real number: numpy's angle, atan2(0, x), as the preludes' nnk_arg_f32/f64 */
+    case B_ARG: return f32 ? atan2f(0.0f, (float)x[0]) : atan2(0.0, x[0]);
     case B_SINH: return f32 ? sinhf((float)x[0]) : sinh(x[0]);
     case B_COSH: return f32 ? coshf((float)x[0]) : cosh(x[0]);
     case B_TANH: return f32 ? nnk_vm_tanh((float)x[0]) : tanh(x[0]);

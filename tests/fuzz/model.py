@@ -196,13 +196,15 @@ def builtin_types(name, tys):
             return t, "bool"
         raise Invalid(name + " complex")
     if rule in ("part", "conj"):
-        if t == "bool" or is_weak(t):
+        # (of a literal: the literal, and imag a 0 literal of its kind)
+        if t == "bool":
             raise Invalid(name + " " + t)
         return t, t
     if rule == "arg":
-        if t == "bool" or is_weak(t):
+        # numpy's angle: integers give f64, a literal a float literal
+        if t == "bool":
             raise Invalid(name + " " + t)
-        return t, t if is_float(t) else "f64"
+        return t, t if is_float(t) or t == "wfloat" else "wfloat" if t == "wint" else "f64"
     if rule == "float":
         if t == "wint":
             t = "wfloat"

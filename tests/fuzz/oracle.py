@@ -260,8 +260,9 @@ def builtin(cx, name, t, args):
         if name in ("real", "conj"):
             return x
         if name == "imag":
-            return obj(np.zeros(np.shape(x), dtype=np.int64)) if is_int(t) else np.zeros(np.shape(x), _fl(0, t).dtype)
-        at = t if is_float(t) else "f64"
+            return obj(np.zeros(np.shape(x), dtype=np.int64)) if is_int(t) or t == "wint" else \
+                np.zeros(np.shape(x), _fl(0, t).dtype)
+        at = t if is_float(t) or t == "wfloat" else "f64"
         xf = convert(x, t, at)
         return builtin(cx, "atan2", at, [np.zeros(np.shape(xf), _fl(0, at).dtype), xf])
     _, rule, exact = BUILTINS[name] if name in BUILTINS else EXT_BUILTINS[name]
