@@ -305,6 +305,27 @@ static bool write_file(const char *path, const char *data, size_t len)
     return ok;
 }
 
+/* Whether `path` can be created, as write_file would (a temp file beside
+ * it): the object's last step (cc -r) writes it itself, and its failure
+ * would read as nnkc's bug rather than the reason. */
+static bool can_write(const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return true;
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return false;
+    snprintf(tmp, n + 16, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        fprintf(stderr, "nnkc: error: cannot write '%s': %s\n", path, strerror(errno));
+    else
+        close(fd), unlink(tmp);
+    free(tmp);
+    return fd >= 0;
+}
+
 /* Splits a command line on blanks (NNK_CC may be "ccache gcc"). */
 static int split_words(Arena *ar, const char *s, char **out, int max)
 {
@@ -459,6 +480,10 @@ static int compile_one(const Args *a, const char *path)
                     fprintf(stderr, "nnkc: note: no nvcc (set NNK_NVCC or configure --with-cuda): %s gets CPU code "
                                     "only (--no-cuda says so quietly)\n", path);
                 dest = dest ? dest : default_output(ar, path, ".o");
+                if (!can_write(dest) || (a->header && !can_write(a->header))) {
+                    status = 1;
+                    break;
+                }
                 const char *cc = getenv("NNK_CC");
                 if (!cc || !*cc)
                     cc = NNK_DEFAULT_CC;

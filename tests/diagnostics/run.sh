@@ -85,5 +85,14 @@ if ! printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "$nnkc" -S - 
     echo "FAIL nnkc -S - -o - (standard input to standard output):"; cat "$out"
     fail=$((fail + 1))
 fi
+# an object into a directory that does not exist: the reason, as -S gives
+# it, not the linker's failure called a bug in nnkc
+n=$((n + 1))
+"$nnkc" -c --no-cuda valid/raw.nnk -o /nonexistent-nnk-dir/k.o >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || [ "$(cat "$out")" != "nnkc: error: cannot write '/nonexistent-nnk-dir/k.o': No such file or directory" ]; then
+    echo "FAIL nnkc -c -o /nonexistent-nnk-dir/k.o: exit status $rc, expected 1 and 'cannot write':"; cat "$out"
+    fail=$((fail + 1))
+fi
 echo "$((n - fail))/$n diagnostics cases passed"
 [ $fail = 0 ]
