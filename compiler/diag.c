@@ -186,21 +186,49 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
 }
 
 /* Diagnostics print in source order, each error or warning with its notes;
- * the front end finds them in phase order (lexer, parser, sema). */
+ * the front end finds them in phase order (lexer, parser, sema).  An
+ * imported file's come where it is imported, as an #include's do in cc:
+ * a diagnostic's key is the offsets of the imports that led to its file,
+ * from the main file down, then its own (file << 32 | offset, compared as
+ * numbers: at the first level two keys differ, both are in one file). */
+#define KEY_DEPTH 64
 typedef struct Group {
     int first, count;
-    int file;
-    uint32_t off;
+    int depth; /* -1: no location (an unreadable file), first */
+    uint64_t key[KEY_DEPTH];
     int seq;
 } Group;
+
+static void group_key(Compiler *c, Group *g, int file, uint32_t off)
+{
+    uint64_t rev[KEY_DEPTH];
+    int n = 0;
+    for (int f = file; n < KEY_DEPTH;) {
+        rev[n++] = (uint64_t)(uint32_t)f << 32 | off;
+        const SourceFile *sf = source_get(c, f);
+        if (sf->parent < 0)
+            break;
+        off = sf->parent_off;
+        f = sf->parent;
+    }
+    g->depth = n;
+    for (int i = 0; i < n; i++)
+        g->key[i] = rev[n - 1 - i];
+}
 
 static int group_cmp(const void *pa, const void *pb)
 {
     const Group *a = pa, *b = pb;
-    if (a->file != b->file)
-        return a->file < b->file ? -1 : 1;
-    if (a->off != b->off)
-        return a->off < b->off ? -1 : 1;
+    if (a->depth < 0 || b->depth < 0) {
+        if (a->depth != b->depth)
+            return a->depth < b->depth ? -1 : 1;
+        return a->seq - b->seq;
+    }
+    for (int i = 0; i < a->depth && i < b->depth; i++)
+        if (a->key[i] != b->key[i])
+            return a->key[i] < b->key[i] ? -1 : 1;
+    if (a->depth != b->depth) /* an import's own diagnostic before its file's */
+        return a->depth < b->depth ? -1 : 1;
     return a->seq - b->seq;
 }
 
@@ -220,8 +248,9 @@ void diag_render(Compiler *c, Buf *out, bool color)
         groups[ng].first = i;
         groups[ng].count = 1;
         /* Locationless diagnostics (unreadable files) go first. */
-        groups[ng].file = d->has_range ? d->range.file : -1;
-        groups[ng].off = d->has_range ? d->range.off : 0;
+        groups[ng].depth = -1;
+        if (d->has_range)
+            group_key(c, &groups[ng], d->range.file, d->range.off);
         groups[ng].seq = ng;
         ng++;
     }

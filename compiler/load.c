@@ -130,6 +130,8 @@ static void load_import(Compiler *c, Item *imp)
         diag_error(c, imp->name_range, "cannot import '%s': %s", found, why);
         return;
     }
+    src->parent = imp->name_range.file;
+    src->parent_off = imp->name_range.off;
     list_push(c->arena, &c->imports, src);
     load_file(c, src);
 }

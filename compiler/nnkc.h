@@ -104,6 +104,8 @@ typedef struct SourceFile {
     char *text;           /* NUL-terminated copy; may contain NUL bytes */
     size_t len;
     int id;
+    int parent;           /* the file whose import loaded this one (-1: none), */
+    uint32_t parent_off;  /* and the import's offset there: diagnostics sort by it */
 } SourceFile;
 
 typedef struct Compiler Compiler;

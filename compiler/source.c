@@ -23,6 +23,8 @@ SourceFile *source_add(Compiler *c, const char *path, const char *text, size_t l
     memcpy(f->text, text, len);
     f->len = len;
     f->id = c->files.n;
+    f->parent = -1;
+    f->parent_off = 0;
     list_push(c->arena, &c->files, f);
     return f;
 }
