@@ -96,6 +96,27 @@ bool nnkc_find_program(const char *name, char *out, size_t n);
  * default when unset or not a number. */
 long nnkc_tool_timeout_ms(void);
 
+/* Several tools at once (nnkc -c: the C compile beside the CUDA steps;
+ * the JIT: the two parts of a kernel's C),
+ * at most `jobs` running, the others started in the order added. */
+typedef struct NnkcRuns NnkcRuns;
+/* NNKC_JOBS, else the online CPUs (1..64): nnkc -c's default -j. */
+int nnkc_jobs(void);
+/* room for max tools in all; NULL: out of memory */
+NnkcRuns *nnkc_runs_new(int jobs, int max);
+/* Queues argv (kept by the caller until the tool has ended) with t, as
+ * nnkc_tool_run's; false when max tools were added. */
+bool nnkc_runs_add(NnkcRuns *s, char *const *argv, NnkcTool *t);
+/* The same, but started before the queued tools of nnkc_runs_add (after
+ * those of earlier nnkc_runs_add_first calls): a step others wait for. */
+bool nnkc_runs_add_first(NnkcRuns *s, char *const *argv, NnkcTool *t);
+/* Starts what the job count allows and waits until one tool has ended:
+ * its NnkcTool, with *status as nnkc_tool_run's return; NULL when none is
+ * left (tools may be added between calls). */
+NnkcTool *nnkc_runs_wait(NnkcRuns *s, int *status);
+/* Kills and reaps what still runs, and frees s. */
+void nnkc_runs_free(NnkcRuns *s);
+
 /* ---- api.c: libnnkc as a library, for the runtime's JIT and for tools --- */
 
 /* A compiled source text: checked, with reflection on its kernels, able to

@@ -85,7 +85,8 @@ static nnk_status cpu_compile(void *state, int32_t device, const nnk_kernel_sour
 {
     if (src->target != NNK_TARGET_C)
         return rt_error(NNK_EUNSUPPORTED, "the cpu extension compiles C, not target %d", src->target);
-    return rt_jit_c(src->text, src->symbol, src->opt_level, &out->desc, &out->handle);
+    /* an instance of a module (its interface given) is nnkc's C */
+    return rt_jit_c(src->text, src->interface != NULL, src->symbol, src->opt_level, &out->desc, &out->handle);
 }
 
 static nnk_status cpu_load(void *state, int32_t device, const nnk_kernel_desc *desc, nnk_ext_kernel *out)

@@ -49,7 +49,7 @@ static const char *host_getenv(const char *name)
 static nnk_status host_compile_c(const char *source, const char *symbol, int32_t opt_level,
                                  const nnk_kernel_desc **desc)
 {
-    return rt_jit_c(source, symbol, opt_level, desc, NULL);
+    return rt_jit_c(source, false, symbol, opt_level, desc, NULL);
 }
 
 /* The disk cache for extensions: a NULL argument is the caller's bug

@@ -222,10 +222,12 @@ nnk_scalar rt_scalar_from_c128(nnk_dtype t, double re, double im); /* a real t t
 /* ---- jit_cpu.c, cache.c ------------------------------------------------------------ */
 
 /* Compiles (or finds) C source defining `const nnk_kernel_desc SYMBOL`.
+ * parts: the source is nnkc's generated C, which may compile as two
+ * parts side by side (NNK_SPLIT); other sources compile whole.
  * *ref (when ref is not NULL) is a reference to give back with
  * rt_jit_release; without one the object stays loaded until shutdown. */
-nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, const nnk_kernel_desc **desc,
-                    void **ref);
+nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t opt_level,
+                    const nnk_kernel_desc **desc, void **ref);
 void rt_jit_release(void *ref);
 void rt_jit_shutdown(void);
 /* The disk cache (cache.c explains its trust model).  rt_cache_open is

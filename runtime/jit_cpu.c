@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,21 @@ static int split_words(const char *s, char **copy, char **argv, int cap)
  * (RUN_ENOMEM: NNK_ENOMEM). */
 enum { RUN_ENOMEM = -2 };
 #define RUN_STATUS(st) ((st) == RUN_ENOMEM ? NNK_ENOMEM : NNK_ECOMPILE)
+/* The status of a tool that nnkc_tool_run or nnkc_runs_wait gave st, as
+ * run() returns it. */
+static int run_result(char *const *argv, const NnkcTool *t, int st)
+{
+    if (st >= 0)
+        return st;
+    if (t->timed_out)
+        rt_error(NNK_ECOMPILE, "the C compiler '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)",
+                 argv[0], (double)t->timeout_ms / 1000.0);
+    else
+        rt_error(NNK_ECOMPILE, "cannot run the C compiler '%s' (set NNK_CC to a C compiler): %s", argv[0],
+                 strerror(t->err));
+    return -1;
+}
+
 static int run(char *const *argv, rt_str *out)
 {
     enum { CAP = 65536 };
@@ -96,15 +112,74 @@ static int run(char *const *argv, rt_str *out)
     if (t.outlen)
         rt_str_add(out, buf, t.outlen);
     free(buf);
-    if (st >= 0)
-        return st;
-    if (t.timed_out)
-        rt_error(NNK_ECOMPILE, "the C compiler '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)",
-                 argv[0], (double)t.timeout_ms / 1000.0);
-    else
-        rt_error(NNK_ECOMPILE, "cannot run the C compiler '%s' (set NNK_CC to a C compiler): %s", argv[0],
-                 strerror(t.err));
-    return -1;
+    return run_result(argv, &t, st);
+}
+
+/* Two compilers at once (argv[0] and argv[1]), as run(): the status of
+ * the first that failed (0 when both succeeded), and its output into out
+ * (else both outputs). */
+static int run_two(char *const *const *argv, rt_str *out)
+{
+    enum { CAP = 65536 };
+    char *buf[2] = {malloc(CAP), malloc(CAP)};
+    NnkcRuns *r = buf[0] && buf[1] ? nnkc_runs_new(2, 2) : NULL;
+    if (!r) {
+        free(buf[0]);
+        free(buf[1]);
+        rt_error(NNK_ENOMEM, "out of memory running the C compiler");
+        return RUN_ENOMEM;
+    }
+    NnkcTool t[2];
+    int st[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        t[i] = (NnkcTool){.out = buf[i], .outcap = CAP, .timeout_ms = nnkc_tool_timeout_ms()};
+        nnkc_runs_add(r, argv[i], &t[i]);
+    }
+    int failed = -1, status;
+    NnkcTool *done;
+    while ((done = nnkc_runs_wait(r, &status))) {
+        int i = done == &t[0] ? 0 : 1;
+        st[i] = status;
+        if (status != 0 && failed < 0) {
+            failed = i;
+            break; /* nnkc_runs_free kills the other */
+        }
+    }
+    nnkc_runs_free(r);
+    int res = 0;
+    for (int i = 0; i < 2; i++)
+        if (failed < 0 || failed == i) {
+            if (t[i].outlen)
+                rt_str_add(out, buf[i], t[i].outlen);
+        }
+    if (failed >= 0)
+        res = run_result(argv[failed], &t[failed], st[failed]);
+    free(buf[0]);
+    free(buf[1]);
+    return res;
+}
+
+/* Compiler processes one compile of generated code may run at once:
+ * NNK_JIT_JOBS (1, or 2 and up: 2), else 2 when this process may run on
+ * two CPUs or more and one of them is idle on average (the 1-minute load
+ * at most the CPUs less one).  The two parts cost about a fifth more CPU
+ * than the whole file (each parses the prelude), so on a busy machine
+ * they take longer, not less (docs/runtime.md, "The first call"). */
+static int jit_jobs(void)
+{
+    const char *v = getenv("NNK_JIT_JOBS");
+    if (v && *v) {
+        char *end;
+        long j = strtol(v, &end, 10);
+        if (!*end && j >= 1)
+            return j >= 2 ? 2 : 1;
+    }
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    if (cpus < 2 || (getloadavg(&load, 1) == 1 && load > (double)(cpus - 1)))
+        return 1;
+    return 2;
 }
 
 static const char *compiler_command(void)
@@ -410,36 +485,67 @@ static const size_t max_object = (size_t)1 << 30;
 
 /* Compiles source into an object in a private temporary directory
  * (cache.c: 0700, unpredictable name, files O_EXCL|O_NOFOLLOW); the
- * object's bytes into *img. */
+ * object's bytes into *img.  parts: the source is nnkc's, whose prelude
+ * splits it in two (NNK_SPLIT, templates/c/prelude.tmpl): with two jobs
+ * the parts compile side by side and are linked into the object. */
 /* *rejected: the compiler ran and refused the source (not: it could not
  * run, no memory, no temporary directory). */
-static nnk_status compile(const char *cc, const char *flags, const char *source, uint8_t **img, size_t *len,
-                          bool *rejected)
+static nnk_status compile(const char *cc, const char *flags, const char *source, bool parts, uint8_t **img,
+                          size_t *len, bool *rejected)
 {
-    char dir[4096], src[4200], obj[4200];
+    char dir[4096], src[4200], obj[4200], part[2][4200];
     nnk_status s = rt_private_dir(dir, sizeof dir);
     if (s)
         return rt_error_prefix(NNK_ECOMPILE, "JIT");
     snprintf(src, sizeof src, "%s/k.c", dir);
     snprintf(obj, sizeof obj, "%s/k.so", dir);
+    for (int i = 0; i < 2; i++)
+        snprintf(part[i], sizeof part[i], "%s/k%d.o", dir, i + 1);
     if ((s = rt_private_write(src, source, strlen(source)))) {
         rmdir(dir);
         return rt_error_prefix(NNK_ECOMPILE, "JIT");
     }
-    char *cc_copy, *fl_copy = NULL, *argv[128], *fargv[64];
+    bool split = parts && jit_jobs() >= 2;
+    char *cc_copy, *fl_copy = NULL, *argv[128], *fargv[64], *pargv[2][128];
     int n = split_words(cc, &cc_copy, argv, 60);
     int nf = n < 0 ? -1 : split_words(flags, &fl_copy, fargv, 60);
     if (n <= 0 || nf < 0) {
         s = n == 0 ? rt_error(NNK_EINVAL, "NNK_CC is empty") : NNK_ENOMEM;
     } else {
+        int ncc = n;
         for (int i = 0; i < nf; i++)
             argv[n++] = fargv[i];
-        const char *tail[] = {"-shared", "-fPIC", "-o", obj, src};
-        for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
-            argv[n++] = (char *)tail[i];
-        argv[n] = NULL;
         rt_str out = {0};
-        int st = run(argv, &out);
+        int st;
+        if (split) {
+            /* the parts side by side, then linked (their flags are the key's) */
+            for (int p = 0; p < 2; p++) {
+                memcpy(pargv[p], argv, (size_t)n * sizeof *argv);
+                /* -pipe: the assembler reads cc1's output as it comes */
+                const char *tail[] = {"-DNNK_SPLIT", p ? "-DNNK_PART=2" : "-DNNK_PART=1", "-fPIC", "-pipe", "-c", "-o",
+                                      part[p], src};
+                int m = n;
+                for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+                    pargv[p][m++] = (char *)tail[i];
+                pargv[p][m] = NULL;
+            }
+            char *const *both[2] = {pargv[0], pargv[1]};
+            st = run_two(both, &out);
+            if (st == 0) {
+                const char *tail[] = {"-shared", "-fPIC", "-o", obj, part[0], part[1]};
+                int m = ncc;
+                for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+                    argv[m++] = (char *)tail[i];
+                argv[m] = NULL;
+                st = run(argv, &out);
+            }
+        } else {
+            const char *tail[] = {"-shared", "-fPIC", "-o", obj, src};
+            for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+                argv[n++] = (char *)tail[i];
+            argv[n] = NULL;
+            st = run(argv, &out);
+        }
         if (st < 0)
             s = rt_error_prefix(RUN_STATUS(st), "JIT");
         else if (st > 128)
@@ -458,6 +564,8 @@ static nnk_status compile(const char *cc, const char *flags, const char *source,
     free(fl_copy);
     unlink(src);
     unlink(obj);
+    for (int i = 0; i < 2; i++)
+        unlink(part[i]);
     rmdir(dir);
     return s;
 }
@@ -554,7 +662,7 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
  * *rejected: the failure is the source's own (the compiler refused it, or
  * the object it made does not load: an undefined symbol, another ABI). */
 static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *portable,
-                         const char *source, const char *symbol, void **dl, const nnk_kernel_desc **desc,
+                         const char *source, bool parts, const char *symbol, void **dl, const nnk_kernel_desc **desc,
                          nnk_jit_stats *st, bool *rejected)
 {
     rt_cache c;
@@ -583,7 +691,9 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
         return s;
     }
     st->compiles++;
-    s = compile(cc, flags, source, &img, &len, rejected);
+    /* split only the host's code: the portable one has the clones, which
+     * leave the parts nothing to share (templates/c/prelude.tmpl) */
+    s = compile(cc, flags, source, parts && strcmp(flags, portable) != 0, &img, &len, rejected);
     /* A compiler that crashes on the host's flags is the compiler's bug,
      * not the source's (gcc 12 at -O2 with AVX-512: "unrecognizable insn"
      * on a masked 16-bit max, tests/fuzz/README): the
@@ -593,7 +703,7 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
     if (s == NNK_ECOMPILE && *rejected && strcmp(flags, portable) != 0 &&
         strstr(nnk_last_error(), "internal compiler error")) {
         *rejected = false;
-        s = compile(cc, portable, source, &img, &len, rejected);
+        s = compile(cc, portable, source, false, &img, &len, rejected);
     }
     if (!s) {
         if (disk)
@@ -606,8 +716,8 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
     return s;
 }
 
-nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, const nnk_kernel_desc **desc,
-                    void **ref)
+nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t opt_level,
+                    const nnk_kernel_desc **desc, void **ref)
 {
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
@@ -618,7 +728,7 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     pthread_mutex_lock(&jit.lock);
     if (!jit.cc || strcmp(jit.cc, cc) != 0) { /* another thread switched compilers: take its */
         pthread_mutex_unlock(&jit.lock);
-        return rt_jit_c(source, symbol, opt_level, desc, ref);
+        return rt_jit_c(source, parts, symbol, opt_level, desc, ref);
     }
     /* NNK_NO_ENTRY_POINTS: a launch runs the descriptor only, so the
      * contiguous entry point and NAME_strided (with the plan builder they
@@ -633,9 +743,9 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     rt_sha256 h;
     rt_sha256_init(&h);
     static const char tag[] = "nnk-jit-c 2";
-    const char *parts[] = {tag, uid, jit.cc_identity, cc, flags, symbol, source};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        rt_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+    const char *keyed[] = {tag, uid, jit.cc_identity, cc, flags, symbol, source};
+    for (size_t i = 0; i < sizeof keyed / sizeof keyed[0]; i++)
+        rt_sha256_update(&h, keyed[i], strlen(keyed[i]) + 1);
     rt_sha256_final(&h, digest);
     char key[65];
     rt_sha256_hex(digest, key);
@@ -681,7 +791,7 @@ nnk_status rt_jit_c(const char *source, const char *symbol, int32_t opt_level, c
     void *dl = NULL;
     const nnk_kernel_desc *d = NULL;
     bool rejected = false;
-    s = fl && pfl ? obtain(key, cc, fl, pfl, source, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
+    s = fl && pfl ? obtain(key, cc, fl, pfl, source, parts, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
     free(fl);
     free(pfl);
     /* a rejected source is remembered under its key (source, compiler,

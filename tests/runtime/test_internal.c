@@ -357,10 +357,10 @@ static void test_jit_failures_cached(void)
         nnk_jit_stats st0, st1, st2;
         const nnk_kernel_desc *d = NULL;
         nnk_jit_get_stats(&st0);
-        nnk_status s1 = rt_jit_c(bad[i], "k__desc", 0, &d, NULL);
+        nnk_status s1 = rt_jit_c(bad[i], false, "k__desc", 0, &d, NULL);
         char *m1 = strdup(nnk_last_error());
         nnk_jit_get_stats(&st1);
-        nnk_status s2 = rt_jit_c(bad[i], "k__desc", 0, &d, NULL);
+        nnk_status s2 = rt_jit_c(bad[i], false, "k__desc", 0, &d, NULL);
         nnk_jit_get_stats(&st2);
         CU_ASSERT_EQUAL(s1, want[i]);
         CU_ASSERT_EQUAL(s2, s1);
@@ -373,7 +373,7 @@ static void test_jit_failures_cached(void)
     nnk_jit_clear_memory_cache();
     nnk_jit_get_stats(&a);
     const nnk_kernel_desc *d = NULL;
-    CU_ASSERT_EQUAL(rt_jit_c(bad[0], "k__desc", 0, &d, NULL), NNK_ECOMPILE);
+    CU_ASSERT_EQUAL(rt_jit_c(bad[0], false, "k__desc", 0, &d, NULL), NNK_ECOMPILE);
     nnk_jit_get_stats(&b);
     CU_ASSERT_EQUAL(b.compiles, a.compiles + 1); /* forgotten with the memory cache */
     unsetenv("NNK_CACHE_DIR");

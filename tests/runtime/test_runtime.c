@@ -6,6 +6,7 @@
  * Every test leaves no object alive; main() checks with valgrind-friendly
  * teardown (nnk_shutdown). NNK_CACHE_DIR points into a temporary directory. */
 #define _GNU_SOURCE
+#include "config.h"
 #include "../cunit-main.h"
 #include <math.h>
 #include <pthread.h>
@@ -967,6 +968,144 @@ static void test_jit_errors(void)
     free(src);
 }
 
+/* One launch of parts_src's kernel k on n elements into y (a fresh memory
+ * cache and disk cache, so the JIT compiles). */
+static const char parts_src[] =
+    "elementwise f(a: f32[], b: f32[]) -> (y: f32[]) { y = exp(a) * sin(b) + sqrt(a * b); }\n"
+    "reduction sm(a: f32[], b: f32[]) -> (y: f32[]) { let m = max(a * b); let s = sum(exp(a * b - m)); "
+    "y = exp(a * b - m) / s; }\n";
+static nnk_status parts_run(const char *cache, const char *name, float *y, int64_t n)
+{
+    fresh_cache(cache);
+    nnk_jit_clear_memory_cache();
+    float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = (float)(i % 97) * 0.03125f + 0.5f;
+        b[i] = (float)((i * 7919) % 1003) * (i % 5 ? 0.01f : 977.0f); /* some sin arguments out of the fast range */
+    }
+    int64_t s[] = {n};
+    nnk_module *m = NULL;
+    nnk_kernel *k;
+    nnk_args *args = NULL;
+    nnk_array *aa = host_f32(1, s, a), *ab = host_f32(1, s, b), *ay = NULL;
+    nnk_status st = nnk_module_compile(NULL, parts_src, NULL, &m);
+    if (!st)
+        st = nnk_module_kernel(m, name, &k);
+    if (!st)
+        st = nnk_args_new(&args);
+    if (!st)
+        st = nnk_args_array(args, aa);
+    if (!st)
+        st = nnk_args_array(args, ab);
+    if (!st)
+        st = nnk_launch(k, args);
+    if (!st)
+        st = nnk_args_output(args, 0, &ay);
+    if (!st)
+        st = nnk_array_to_host(ay, NNK_F32, y, sizeof(float) * (size_t)n);
+    nnk_array_free(ay);
+    nnk_array_free(aa);
+    nnk_array_free(ab);
+    nnk_args_free(args);
+    nnk_module_free(m);
+    free(a);
+    free(b);
+    return st;
+}
+
+/* The lines of the compiler log holding `what`. */
+static int log_count(const char *log, const char *what)
+{
+    FILE *f = fopen(log, "r");
+    int n = 0;
+    char line[8192];
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* NNK_JIT_JOBS=2: a module's instance compiles as two parts side by side
+ * (NNK_SPLIT, linked into one object); 1: whole.  Both give the same bits;
+ * a source of nnk_kernel_from_source compiles whole; a part the compiler
+ * refuses fails the compile with the compiler's output. */
+static void test_jit_parts(void)
+{
+    char cc[512], log[512], cmd[2048];
+    snprintf(cc, sizeof cc, "%s/cc-log.sh", tmpdir);
+    snprintf(log, sizeof log, "%s/cc.log", tmpdir);
+    const char *real = getenv("NNK_CC") && *getenv("NNK_CC") ? getenv("NNK_CC") : NNK_DEFAULT_CC;
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && printf '#!/bin/sh\\necho \"$*\" >> %s\\n"
+             "case \" $* \" in *\" -DNNK_PART=2 \"*) if [ -n \"$NNK_TEST_FAIL_PART\" ]; then echo part 2 refused >&2; "
+             "exit 1; fi;; esac\\nexec %s \"$@\"\\n' > %s && chmod +x %s",
+             tmpdir, log, real, cc, cc);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    char *old_cc = getenv("NNK_CC") ? strdup(getenv("NNK_CC")) : NULL;
+    setenv("NNK_CC", cc, 1);
+    enum { N = 5000 };
+    static float whole[2][N], split[2][N];
+    const char *names[2] = {"f", "sm"};
+    for (int i = 0; i < 2; i++) {
+        unlink(log);
+        setenv("NNK_JIT_JOBS", "1", 1);
+        OK(parts_run("parts1", names[i], whole[i], N));
+        CU_ASSERT_EQUAL(log_count(log, "-DNNK_SPLIT"), 0);
+        unlink(log);
+        setenv("NNK_JIT_JOBS", "2", 1);
+        OK(parts_run("parts2", names[i], split[i], N));
+        CU_ASSERT_EQUAL(log_count(log, "-DNNK_SPLIT -DNNK_PART=1 "), 1);
+        CU_ASSERT_EQUAL(log_count(log, "-DNNK_SPLIT -DNNK_PART=2 "), 1);
+        CU_ASSERT_EQUAL(log_count(log, "k1.o"), 2); /* written, then linked */
+        CU_ASSERT_EQUAL(memcmp(whole[i], split[i], sizeof whole[i]), 0);
+    }
+    /* host flags without AVX2 (the clones): part 1 is the whole file,
+     * part 2 empty; the portable flags (NNK_JIT_NATIVE=0): whole.  (The
+     * host flags are probed once per process and command: other names.) */
+    snprintf(cmd, sizeof cmd, "ln -sf cc-log.sh '%s/cc-log2.sh' && ln -sf cc-log.sh '%s/cc-log3.sh'", tmpdir, tmpdir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    snprintf(cc, sizeof cc, "%s/cc-log2.sh", tmpdir);
+    setenv("NNK_CC", cc, 1);
+#if defined(__x86_64__)
+    setenv("NNK_JIT_MARCH", "x86-64", 1);
+    unlink(log);
+    OK(parts_run("parts5", "f", split[0], N));
+    CU_ASSERT_EQUAL(log_count(log, "-march=x86-64 -fvect-cost-model=dynamic -DNNK_SPLIT -DNNK_PART=2 "), 1);
+    CU_ASSERT_EQUAL(memcmp(whole[0], split[0], sizeof whole[0]), 0);
+    unsetenv("NNK_JIT_MARCH");
+#endif
+    snprintf(cc, sizeof cc, "%s/cc-log3.sh", tmpdir);
+    setenv("NNK_CC", cc, 1);
+    setenv("NNK_JIT_NATIVE", "0", 1);
+    unlink(log);
+    OK(parts_run("parts6", "f", split[0], N));
+    CU_ASSERT_EQUAL(log_count(log, "-DNNK_SPLIT"), 0);
+    CU_ASSERT_EQUAL(memcmp(whole[0], split[0], sizeof whole[0]), 0);
+    unsetenv("NNK_JIT_NATIVE");
+    snprintf(cc, sizeof cc, "%s/cc-log.sh", tmpdir);
+    setenv("NNK_CC", cc, 1);
+    /* not nnkc's C: whole */
+    unlink(log);
+    nnk_status st;
+    fresh_cache("parts3");
+    CU_ASSERT_TRUE(run_neg("parts", &st));
+    CU_ASSERT_EQUAL(log_count(log, "-DNNK_SPLIT"), 0);
+    CU_ASSERT_EQUAL(log_count(log, "-shared"), 1);
+    /* a part refused */
+    setenv("NNK_TEST_FAIL_PART", "1", 1);
+    FAILS(parts_run("parts4", "f", split[0], N), NNK_ECOMPILE);
+    MSG_HAS("part 2 refused");
+    unsetenv("NNK_TEST_FAIL_PART");
+    unsetenv("NNK_JIT_JOBS");
+    if (old_cc)
+        setenv("NNK_CC", old_cc, 1);
+    else
+        unsetenv("NNK_CC");
+    free(old_cc);
+    nnk_jit_clear_memory_cache();
+}
+
 /* 8 processes compile the same kernel into one empty cache at once. */
 static void test_fork_compile(void)
 {
@@ -1796,6 +1935,7 @@ static const CunitTest tests_runtime[] = {
     {"abi_raw_inout", test_abi_raw_inout},
     {"backends", test_backends},
     {"jit_caches", test_jit_caches},
+    {"jit_parts", test_jit_parts},
     {"jit_errors", test_jit_errors},
     {"fork_compile", test_fork_compile},
     {"threads", test_threads},
