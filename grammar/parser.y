@@ -367,6 +367,17 @@ static void syntax_error(ParseState *ps, int major, Token tok)
     else
         diag_error(ps->c, tok.range, "unexpected %s", what);
     buf_free(&b);
+    /* A keyword or a type name where a name goes (a parameter called n, as
+     * in CuPy's kernels): say why it is no name. */
+    const char *w = ps->src->text + tok.range.off;
+    bool word = major != NNK_TK_IDENT && tok.range.len > 0 && tok.range.len < 40 &&
+                ((*w >= 'a' && *w <= 'z') || (*w >= 'A' && *w <= 'Z'));
+    for (uint32_t i = 1; word && i < tok.range.len; i++)
+        word = (w[i] >= 'a' && w[i] <= 'z') || (w[i] >= 'A' && w[i] <= 'Z') || (w[i] >= '0' && w[i] <= '9') ||
+               w[i] == '_';
+    if (word && token_acceptable(p, NNK_TK_IDENT))
+        diag_note_plain(ps->c, "'%.*s' is a %s of the language, which cannot be a name", (int)tok.range.len, w,
+                        major == NNK_TK_TYPENAME ? "type name" : "keyword");
 }
 
 /* The parser lives in the compiler's arena (its stack is fixed,
