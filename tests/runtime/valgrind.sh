@@ -17,7 +17,7 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nnk-valgrind.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
-for t in errors contexts arrays conversions allocator abi_saxpy abi_reductions backends jit_caches jit_errors threads module jit_fn; do
+for t in errors contexts arrays conversions allocator abi_saxpy abi_reductions backends jit_caches jit_parts jit_errors threads module jit_fn; do
     NNK_TEST_ONLY=$t NNK_CACHE_DIR="$tmp/cache" "$top_builddir/libtool" --mode=execute \
         valgrind -q --child-silent-after-fork=yes --leak-check=full --errors-for-leak-kinds=definite,possible --error-exitcode=1 \
         --suppressions=/dev/null "$top_builddir/tests/runtime/test_runtime" >"$tmp/$t.log" 2>&1 \
