@@ -879,7 +879,8 @@ struct Compiler {
     List imports;             /* SourceFile* of imported files, for depfiles */
     List import_stack;        /* SourceFile* being loaded, for cycles */
     void *sema;               /* sema.c private state */
-    Item *skipped_default;    /* sema.c: the first kernel whose default instance did not type-check */
+    Item *skipped_default;    /* sema.c: the first kernel whose default instance did not type-check, or that -T
+                                 gave no instance */
     jmp_buf *bail;            /* where nnkc_bug / nnkc_oom return to, when set */
     int internal_error;
     bool oom;                 /* the bail-out was out of memory */

@@ -1989,6 +1989,8 @@ void sema_instantiate_all(Compiler *c)
                 diag_warning(c, k->name_range, "no type in -T fits the type variables of '%s'; it is not instantiated",
                              k->name);
                 default_instance(c, k, false);
+                if (!first_skipped) /* nothing emitted for it, as a skipped default */
+                    first_skipped = k;
             } else if (default_instance(c, k, true) && !first_skipped) {
                 first_skipped = k;
             }

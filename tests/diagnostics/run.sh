@@ -85,6 +85,17 @@ if ! printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "$nnkc" -S - 
     echo "FAIL nnkc -S - -o - (standard input to standard output):"; cat "$out"
     fail=$((fail + 1))
 fi
+# -T with no type that fits any kernel: nothing to emit is an error, as
+# when every default instance is skipped (an empty C file came with exit 0)
+n=$((n + 1))
+printf 'elementwise add<T: float>(a: T[], b: T[]) -> (c: T[]) { c = a + b; }\n' |
+    "$nnkc" -S -T i32 - -o "$out.c" >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "error: nothing to emit" "$out" || [ -e "$out.c" ]; then
+    echo "FAIL nnkc -S -T i32 on a float kernel: exit status $rc, expected 1 and 'nothing to emit', no output:"; cat "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.c"
 # an object into a directory that does not exist: the reason, as -S gives
 # it, not the linker's failure called a bug in nnkc
 n=$((n + 1))
