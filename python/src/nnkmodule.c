@@ -102,7 +102,8 @@ static PyObject *raise_text(nnk_status s, PyObject *text)
     X("nnk_args_axes: ", "axis=: ")                                 \
     X("nnk_create_jit_fn: ", "_create_jit_fn: ")                    \
     X("nnk_extension_device_synchronize: ", "device_synchronize: ") \
-    X("nnk_extension_memory_stats: ", "memory_stats: ")
+    X("nnk_extension_memory_stats: ", "memory_stats: ")             \
+    X("see nnk_extension_status)", "see the extension's .status)")
 
 /* Raises the exception of a failed libnnk call, with nnk_last_error() in
  * this module's words (not in diagnostics, which quote the source). */

@@ -51,6 +51,9 @@ def test_contexts(ocl):
     assert ocl.context(platform="0", device_type="all").backend == ["opencl:float", "cpu:float"]
     with pytest.raises(nnk.ArgumentError):
         ocl.context(colour="blue")
+    # no device matches: the message points to .status, not to the C function
+    with pytest.raises(nnk.ArgumentError, match=r"see the extension's \.status\)$"):
+        ocl.context(platform="no such platform")
     assert "programs:" in ocl.status
 
 
