@@ -259,6 +259,9 @@ static int parse_args(Arena *ar, int argc, char **argv, Args *a)
         return usage_error("%s", "-o, -H and -MF take one input file");
     if (a->header && a->mode != MODE_OBJECT)
         return usage_error("%s", "-H goes with -c");
+    if (a->mode == MODE_OBJECT && a->output && strcmp(a->output, "-") == 0) /* cc -r wrote a file named '-' */
+        return usage_error("%s", "-c writes an object file, not to standard output: -o - goes with -S, --emit-header "
+                                 "and --emit");
     return 0;
 }
 

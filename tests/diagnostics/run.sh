@@ -96,6 +96,16 @@ if [ $rc -ne 1 ] || ! grep -q "error: nothing to emit" "$out" || [ -e "$out.c" ]
     fail=$((fail + 1))
 fi
 rm -f "$out.c"
+# -c -o -: an object to standard output is bad usage (a file named '-' was written)
+n=$((n + 1))
+d=$(mktemp -d) || exit 1
+(cd "$d" && "$nnkc" -c --no-cuda "$here/valid/raw.nnk" -o - >/dev/null 2>"$out")
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q "not to standard output" "$out" || [ -e "$d/-" ]; then
+    echo "FAIL nnkc -c -o -: exit status $rc, expected 2 and a usage error, no file '-':"; cat "$out"
+    fail=$((fail + 1))
+fi
+rm -rf "$d"
 # an object into a directory that does not exist: the reason, as -S gives
 # it, not the linker's failure called a bug in nnkc
 n=$((n + 1))
