@@ -83,7 +83,7 @@ static int usage_error(const char *fmt, const char *arg)
  * option takes its value after one). */
 static const char *const option_names[] = {
     "--help", "--version", "--check", "-S", "-c", "--emit-header", "--emit=", "--target=", "-o", "-H", "-MF",
-    "-MT", "-MQ", "-MD", "-MP", "-I", "-T", "-O0", "-O1", "-O2", "-O3", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
+    "-MT", "-MQ", "-MD", "-MP", "-I", "-T", "-O3", "-O2", "-O1", "-O0", "-Werror", "-Wconversion", "-w", "--cuda-arch=",
     "--no-cuda", "--color=", "-j",
 };
 

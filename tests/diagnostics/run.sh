@@ -63,6 +63,7 @@ done <<'OPTIONS'
 -Wconvertion -Wconversion
 --emitheader --emit-header
 --no-cdua --no-cuda
+-O4 -O3
 OPTIONS
 n=$((n + 1))
 "$nnkc" --zzzzzzzz valid/does-not-matter.nnk >/dev/null 2>"$out"
