@@ -35,15 +35,29 @@ and, from a stream of its own again (CxGen):
 import contextlib
 import random
 
-from model import (BINOPS, BUILTINS, CX_FUNCS, EXT_BUILTINS, CLASS_DEFAULT, CLASSES, COMPARE, FLOATS, INTS, PREC, REDUCERS, SCALARS,
-                   SIGNED, UNSIGNED, Invalid, binop_types, builtin_types, concrete, is_float, is_int, is_weak,
-                   promote, reducer_type, unop_type)
+from model import (BINOPS, BUILTINS, CX_FUNCS, EXT_BUILTINS, CLASS_DEFAULT, CLASSES, CLASSES_CX, COMPARE, COMPLEX, FLOATS,
+                   INTS, PREC, REDUCERS, SCALARS, SIGNED, UNSIGNED, Invalid, binop_types, builtin_types, concrete,
+                   is_complex, is_float, is_int, is_weak, promote, reducer_type, unop_type)
 
 LEVEL = {"c": 0, "u": 1, "r": 2, "e": 3}
 AVOID_ALL = ("weak-select", "half-round", "bool-minmax", "inplace", "tuple", "raw", "inout", "nextafter", "complex")
 EXT = ("tuple", "raw", "inout", "nextafter")
 # per program: the chance of each construct of EXT
 EXT_CHANCE = {"tuple": 0.4, "raw": 0.2, "inout": 0.2, "nextafter": 0.2}
+# Added later again, from a stream of their own (gen2: a seed's program
+# without them is unchanged), each decided once per program:
+#   cxreal     real(x), imag(x), conj(x), arg(x) of real values (literals and
+#              consts too: arg(-1) crashed the constant folder)
+#   cxgeneric  a generic kernel's type variable of class complex, or num or
+#              any bound to c64/c128 (complex values then meet every
+#              construct of the main generator, which keeps them valid:
+#              an operator complex numbers lack converts its operands)
+#   cxfunc     funcs with complex parameters (typed c64/c128, untyped, or
+#              generic <V: complex|num|any>) and results, in complex
+#              expressions and as typed parameters of the main generator's
+#   cxmode     raw and inout parameters of c64/c128
+GEN2 = ("cxreal", "cxgeneric", "cxfunc", "cxmode")
+GEN2_CHANCE = {"cxreal": 0.25, "cxgeneric": 0.5, "cxfunc": 0.3, "cxmode": 0.4}
 # the default: what is still open (weak-select was fixed by cb2bc58,
 # half-round by 4160367, bool-minmax by a3ee6cc, inplace by 97c1404)
 AVOID_DEFAULT = ()
@@ -265,12 +279,30 @@ def lmax(*ls):
     return max(ls, key=lambda l: LEVEL[l])
 
 
+def any_cx(x):
+    """Whether the Typed x is complex under some binding."""
+    return any(is_complex(t) for t in x.ts)
+
+
+def weighted(rng, opts):
+    """One of opts, [(choice, weight)], drawn from rng by weight."""
+    x = rng.random() * sum(w for _, w in opts)
+    for k, w in opts:
+        x -= w
+        if x < 0:
+            break
+    return k
+
+
 class Gen:
     def __init__(self, rng, prefix, avoid=(), size=1.0, tlist=(), xrng=None):
         self.r = rng
         # the stream of the EXT constructs (see the top of the file)
         self.xr = xrng or random.Random(0)
         self.ext_on = set()
+        # the stream of the GEN2 constructs, and those of this program
+        self.nr = random.Random(1)
+        self.gen2_on = set()
         self.raws, self.inouts = [], []
         self.tlist = list(tlist)
         self.avoid = set(avoid)
@@ -282,10 +314,10 @@ class Gen:
 
     # -- helpers
     @contextlib.contextmanager
-    def ext(self):
-        """Draws from the EXT stream while an EXT construct is made."""
+    def ext(self, stream=None):
+        """Draws from the EXT stream (or stream) while an EXT construct is made."""
         saved = self.r
-        self.r = self.xr
+        self.r = stream or self.xr
         try:
             yield
         finally:
@@ -363,12 +395,7 @@ class Gen:
             lets = [v for v in self.visible if LEVEL[v[2]] <= LEVEL[maxlv]]
             if lets:
                 opts.append(("let", 5))
-        tot = sum(w for _, w in opts)
-        x = self.r.random() * tot
-        for k, w in opts:
-            x -= w
-            if x < 0:
-                break
+        k = weighted(self.r, opts)
         if k == "lit":
             return self.literal()
         if k == "const":
@@ -502,6 +529,9 @@ class Gen:
         if "nextafter" in self.ext_on and self.xr.random() < 0.25:
             with self.ext():
                 return self.call_ext(depth, maxlv, scope, in_red)
+        if "cxreal" in self.gen2_on and self.nr.random() < 0.2:
+            with self.ext(self.nr):
+                return self.call_part(depth, maxlv, scope, in_red)
         name = self.pick(list(BUILTINS))
         if name == "where":
             return self.select(depth, maxlv, scope, in_red)
@@ -512,10 +542,21 @@ class Gen:
                 ts = tuple(builtin_types(name, list(x)) for x in zip(*[a.ts for a in args]))
                 break
             except Invalid:
-                args = [self.cast(a, self.pick(INTS + FLOATS)) if "bool" in a.ts else a for a in args]
+                # (a complex argument of a function complex numbers lack: its real part)
+                args = [self.cast(a, self.pick(INTS + FLOATS)) if "bool" in a.ts or any_cx(a) else a for a in args]
         else:
             raise Invalid("call repair")
         return Typed(("call", name, [a.e for a in args]), tuple(r for _, r in ts), lmax(*[a.lv for a in args]))
+
+    def call_part(self, depth, maxlv, scope, in_red):
+        """real(x), imag(x), conj(x), arg(x): of a real value (a literal or
+        a const too), or of a complex one where there are."""
+        name = self.pick(["real", "imag", "conj", "arg"])
+        a = self.sub(depth, maxlv, scope, in_red)
+        if "bool" in a.ts:
+            a = self.cast(a, self.pick(INTS + FLOATS))
+        ts = tuple(builtin_types(name, [t]) for t in a.ts)
+        return Typed(("call", name, [a.e]), tuple(r for _, r in ts), a.lv)
 
     def call_ext(self, depth, maxlv, scope, in_red):
         name = self.pick(list(EXT_BUILTINS))
@@ -523,6 +564,8 @@ class Gen:
         args = [self.sub(depth, maxlv, scope, in_red) for _ in range(nargs)]
         if name == "signbit":
             args = [self.cast(a, self.pick(INTS + FLOATS)) if "bool" in a.ts else a for a in args]
+        # (nextafter and signbit of complex values: of their real parts)
+        args = [self.cast(a, self.pick(FLOATS)) if any_cx(a) else a for a in args]
         ts = tuple(builtin_types(name, list(x)) for x in zip(*[a.ts for a in args]))
         return Typed(("call", name, [a.e for a in args]), tuple(r for _, r in ts), lmax(*[a.lv for a in args]))
 
@@ -538,6 +581,11 @@ class Gen:
             if ops == ["max"]:
                 arg = self.cast(arg, "i32")
                 rts = tuple(concrete(promote(x, y)) for x, y in zip(arg.ts, ident.ts))
+        if any(is_complex(t) for t in rts):
+            # a complex state: + from 0, * from 1 (no order for max and min)
+            if not all(is_complex(t) for t in rts):
+                arg = self.cast(arg, self.pick(COMPLEX))
+            ops = ["+", "*"]
         op = self.pick(ops)
         if op in ("+", "^"):
             # the identity must be one: the back ends start every lane
@@ -556,6 +604,8 @@ class Gen:
         name = self.pick(REDUCERS)
         if name in ("max", "min", "argmax", "argmin") and "bool-minmax" in self.avoid and "bool" in arg.ts:
             arg = self.cast(arg, "i16")
+        if name in ("max", "min", "argmax", "argmin") and any_cx(arg):
+            arg = self.cast(arg, self.pick(FLOATS))
         ts = tuple(reducer_type(name, t) for t in arg.ts)
         return Typed(("red", name, arg.e), ts, "r")
 
@@ -573,7 +623,8 @@ class Gen:
             for i in gset:
                 tv = tuple(promote(x, y) for x, y in zip(tv, args[i].ts))
             tv = tuple(concrete(t) for t in tv)
-            cls = self.pick([c for c, ms in CLASSES.items() if all(t in ms for t in tv)])
+            classes = CLASSES_CX if any(is_complex(t) for t in tv) else CLASSES
+            cls = self.pick([c for c, ms in classes.items() if all(t in ms for t in tv)])
             if "half-round" in self.avoid and any(t in ("f16", "bf16") for t in tv):
                 gset = set()
             else:
@@ -589,6 +640,8 @@ class Gen:
                 pty = self.pick(SCALARS)
                 if "half-round" in self.avoid and pty in ("f16", "bf16"):
                     pty = "f32"
+                if "cxfunc" in self.gen2_on and self.nr.random() < 0.3:
+                    pty = self.nr.choice(COMPLEX)
             params.append((pn, pty))
             fps.append((pn, (pty,) * self.nb if pty else a.ts, a.lv))
         scope = {"fparams": fps, "red_ok": self.kern.kind == "reduction" and not in_red and
@@ -600,6 +653,8 @@ class Gen:
             res = self.pick(SCALARS)
             if "half-round" in self.avoid and res in ("f16", "bf16"):
                 res = "f64"
+            if "cxfunc" in self.gen2_on and self.nr.random() < 0.2:
+                res = self.nr.choice(COMPLEX)
             ts = (res,) * self.nb
         name = "%sf%d" % (self.prefix, self.nfunc)
         self.nfunc += 1
@@ -636,15 +691,22 @@ class Gen:
         with self.ext():
             if "raw" in self.ext_on:
                 for i in range(self.r.randrange(1, 3)):
-                    p = Param("r%d" % i, self.scalar_type(), True, mode="raw", rank=self.r.randrange(1, 4))
+                    p = Param("r%d" % i, self.mode_type(), True, mode="raw", rank=self.r.randrange(1, 4))
                     k.params.insert(self.r.randrange(len(k.params) + 1), p)
                     self.raws.append(p)
             if "inout" in self.ext_on and k.kind == "elementwise":
                 for i in range(self.r.randrange(1, 3)):
-                    p = Param("w%d" % i, self.scalar_type(), True, mode="inout")
+                    p = Param("w%d" % i, self.mode_type(), True, mode="inout")
                     k.params.insert(self.r.randrange(len(k.params) + 1), p)
                     self.inouts.append(p)
             self.inouts.sort(key=lambda p: k.params.index(p))
+
+    def mode_type(self):
+        """The type of a raw or inout parameter (drawn from the EXT stream)."""
+        ty = self.scalar_type()
+        if "cxmode" in self.gen2_on and self.nr.random() < 0.4:
+            ty = self.nr.choice(COMPLEX)
+        return ty
 
     def ext_assign(self, k, depth):
         """The assignment of each inout parameter, at a place of its own in
@@ -677,17 +739,24 @@ class Gen:
             ng = 1 if self.chance(0.75) else 2
             for i in range(ng):
                 k.generics.append(("T" if i == 0 else "U", self.pick(list(CLASSES))))
+        self.classes = CLASSES
+        if k.generics and "cxgeneric" in self.gen2_on:
+            # one type variable of class complex, or num or any with complex
+            # types among theirs (language.md: num and any include them)
+            self.classes = CLASSES_CX
+            i = self.nr.randrange(len(k.generics))
+            k.generics[i] = (k.generics[i][0], self.nr.choice(["complex", "complex", "num", "any"]))
         # instances to test; the default one is checked too (an eager front end)
         if k.generics:
             default = {g: CLASS_DEFAULT[c] for g, c in k.generics}
             combos = [{}]
             for g, c in k.generics:
-                combos = [dict(b, **{g: t}) for b in combos for t in self.tlist if t in CLASSES[c]]
+                combos = [dict(b, **{g: t}) for b in combos for t in self.tlist if t in self.classes[c]]
             if self.tlist and combos:
                 # nnkc -T: every assignment of the listed types that fits
                 p.bindings = combos
                 if self.chance(0.3):
-                    b = {g: self.pick(CLASSES[c]) for g, c in k.generics}
+                    b = {g: self.pick(self.classes[c]) for g, c in k.generics}
                     p.inst_lines = [b]
                     if b not in p.bindings:
                         p.bindings = p.bindings + [b]
@@ -696,7 +765,7 @@ class Gen:
             else:
                 bs = []
                 for _ in range(r.randrange(1, 4)):
-                    b = {g: self.pick(CLASSES[c]) for g, c in k.generics}
+                    b = {g: self.pick(self.classes[c]) for g, c in k.generics}
                     if b not in bs:
                         bs.append(b)
                 p.bindings = bs
@@ -816,6 +885,7 @@ class CxGen:
         self.nb = g.nb
         self.tens, self.scal, self.vis = [], [], []
         self.consts = []            # (name, types): complex consts
+        self.fscope = None          # in a func's body: its parameters [(name, types)]
 
     def chance(self, x):
         return self.r.random() < x
@@ -832,7 +902,16 @@ class CxGen:
         saved = g.r
         g.r = self.r
         try:
-            return g.expr(depth, maxlv, None, in_red)
+            if self.fscope is not None:
+                # in a func's body: its real parameters, literals and consts
+                fps = [(n, ts, "c") for n, ts in self.fscope if not any(is_complex(t) for t in ts)]
+                e = g.expr(depth, "e", {"fparams": fps, "red_ok": False}, True)
+            else:
+                e = g.expr(depth, maxlv, None, in_red)
+            if any_cx(e):
+                # (a complex value of the main generator's: cxgeneric, cxmode)
+                e = g.cast(e, self.pick(["f32", "f64"]))
+            return e
         finally:
             g.r = saved
 
@@ -846,6 +925,15 @@ class CxGen:
         return Typed(e, self.T("wcomplex"), "c")
 
     def leaf(self, maxlv):
+        if self.fscope is not None:
+            fps = [f for f in self.fscope if any(is_complex(t) for t in f[1])]
+            if fps and self.chance(0.7):
+                n, ts = self.pick(fps)
+                return Typed(("name", "fparam", n), ts, "c")
+            if self.consts and self.chance(0.2):
+                name, ts = self.pick(self.consts)
+                return Typed(("name", "const", name), ts, "c")
+            return self.ilit()
         opts = [("lit", 2)]
         if LEVEL[maxlv] >= LEVEL["u"] and self.scal:
             opts.append(("scalar", 2))
@@ -856,12 +944,7 @@ class CxGen:
             opts.append(("let", 3))
         if self.consts:
             opts.append(("const", 1))
-        tot = sum(w for _, w in opts)
-        x = self.r.random() * tot
-        for k, w in opts:
-            x -= w
-            if x < 0:
-                break
+        k = weighted(self.r, opts)
         if k == "lit":
             return self.ilit()
         if k == "const":
@@ -890,6 +973,8 @@ class CxGen:
         if depth <= 0 or self.chance(0.2):
             return self.leaf(maxlv)
         red_ok = g.kern.kind == "reduction" and not in_red and LEVEL[maxlv] >= LEVEL["r"]
+        if "cxfunc" in g.gen2_on and self.fscope is None and g.nfunc < 3 and g.nr.random() < 0.12:
+            return self.cfcall(depth, maxlv, in_red)
         x = self.r.random()
         if red_ok and x < 0.15:
             a = self.cexpr(depth - 1, "e", True)
@@ -964,6 +1049,50 @@ class CxGen:
         a = self.cexpr(depth - 1, maxlv, in_red) if self.chance(0.7) else self.real(depth - 1, maxlv, in_red)
         t = self.pick(CX_TYPES)
         return Typed(("cast", t, a.e), self.T(t), a.lv)
+
+    def cfcall(self, depth, maxlv, in_red):
+        """A call of a func with complex parameters: typed c64/c128,
+        untyped, or of a type variable <V: complex|num|any> bound from
+        complex arguments; the body a complex expression of them."""
+        g = self.g
+        nargs = self.r.randrange(1, 4)
+        args = [self.cexpr(depth - 1, maxlv, in_red) if self.chance(0.7) else self.real(depth - 1, maxlv, in_red)
+                for _ in range(nargs)]
+        typed = [i for i, a in enumerate(args) if not a.weak]
+        gset, generics, tv = set(), [], None
+        cx_typed = [i for i in typed if any_cx(args[i])]
+        if cx_typed and self.chance(0.35):
+            gset = {i for i in typed if i == cx_typed[0] or self.chance(0.5)}
+            tv = args[cx_typed[0]].ts
+            for i in gset:
+                tv = tuple(promote(x, y) for x, y in zip(tv, args[i].ts))
+            tv = tuple(concrete(t) for t in tv)
+            generics = [("V", self.pick(["complex", "complex", "num", "any"]))]
+        params, fps = [], []
+        for i, a in enumerate(args):
+            pn = "p%d" % i
+            if i in gset:
+                params.append((pn, "V"))
+                fps.append((pn, tv))
+                continue
+            pty = self.pick(list(CX_TYPES) + [None, None]) if self.chance(0.6) else None
+            if pty is None and a.weak:
+                pty = self.pick(CX_TYPES)   # (an untyped parameter of a literal: its weak type not worked out here)
+            params.append((pn, pty))
+            fps.append((pn, self.T(pty) if pty else a.ts))
+        self.fscope = fps
+        try:
+            body = self.cexpr(max(depth - 1, 1), "e", True)
+        finally:
+            self.fscope = None
+        res, ts = None, body.ts
+        if self.chance(0.3):
+            res = self.pick(CX_TYPES)
+            ts = self.T(res)
+        name = "%sf%d" % (g.prefix, g.nfunc)
+        g.nfunc += 1
+        g.p.funcs[name] = Func(name, params, res, body.e, generics)
+        return Typed(("fcall", name, [a.e for a in args]), ts, lmax(*[a.lv for a in args]))
 
     def cconst(self, depth):
         """A complex constant expression the folder computes (language.md:
@@ -1108,6 +1237,9 @@ def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
             g = Gen(rng, prefix, avoid, size, tlist, xrng)
             # the EXT constructs of this program (decided first, from their own stream)
             g.ext_on = {x for x in EXT if xrng.random() < EXT_CHANCE[x] and x not in avoid}
+            g.nr = random.Random(repr(seed) + "gen2-%d" % attempt)
+            g.gen2_on = {x for x in GEN2 if g.nr.random() < GEN2_CHANCE[x] and x not in avoid and
+                         not (x.startswith("cx") and "complex" in avoid)}
             p = g.program(kind)
             if "complex" not in avoid and random.Random(repr(seed) + "complex").random() < CX_CHANCE:
                 # complex values (a stream of their own: see CxGen)
@@ -1122,6 +1254,7 @@ def generate(seed, prefix, avoid=AVOID_DEFAULT, size=1.0, kind=None, tlist=()):
             # from a file of its own (a stream of its own: the programs of
             # a seed stay as they were)
             p.imported = bool(p.consts or p.funcs) and random.Random(repr(seed) + "import").random() < 1 / 6
+            p.gen2_on = g.gen2_on
             return p
         except (Invalid, RecursionError):
             continue

@@ -9,9 +9,17 @@ already wrapped to the type's width), f16/bf16/f32 as np.float32 (their
 compute type: f16 and bf16 values compute in f32), f64 as np.float64.  A
 weak (literal) value is a Python int ('wint') or float ('wfloat').
 """
+import contextlib
 import math
 
 import numpy as np
+
+# the language's values include overflows, NaNs and divisions by zero, of
+# which numpy's warnings say nothing: ignored once for all the fuzzer's
+# modules (an np.errstate around each operation was a tenth of the
+# oracle's time); QUIET stands where one was
+np.seterr(all="ignore")
+QUIET = contextlib.nullcontext()
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 SIGNED = ["i8", "i16", "i32", "i64"]
@@ -26,7 +34,10 @@ PART = {"c64": "f32", "c128": "f64", "wcomplex": "wfloat"}
 BITS = {"bool": 8, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
         "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
 CLASSES = {"float": FLOATS, "int": SIGNED, "uint": UNSIGNED, "num": INTS + FLOATS, "any": SCALARS}
-CLASS_DEFAULT = {"float": "f32", "int": "i32", "uint": "u32", "num": "f32", "any": "f32"}
+# the classes with the complex types (language.md: num and any include them)
+CLASSES_CX = {"float": FLOATS, "int": SIGNED, "uint": UNSIGNED, "num": INTS + FLOATS + COMPLEX,
+              "any": SCALARS + COMPLEX, "complex": COMPLEX}
+CLASS_DEFAULT = {"float": "f32", "int": "i32", "uint": "u32", "num": "f32", "any": "f32", "complex": "c64"}
 EPS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7, "f32": 2.0 ** -23, "f64": 2.0 ** -52}
 
 
@@ -227,6 +238,8 @@ def reducer_type(name, t):
     t = concrete(t)
     if t in COMPLEX and name in ("sum", "prod", "mean"):
         return t                                # no wider accumulator
+    if t in COMPLEX and name not in ("any", "all"):
+        raise Invalid(name + " of complex values")
     if name in ("sum", "prod"):
         return t if is_float(t) else ("u64" if is_uns(t) else "i64")
     if name == "mean":
@@ -270,7 +283,7 @@ def _f64_odd(d):
     toward zero with the last bit set): then rounding that to f16/bf16 is
     the correct rounding of the f64."""
     d = np.asarray(d, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with QUIET:
         f = d.astype(np.float32)
         u = f.view(np.uint32).copy()
         inexact = (f.astype(np.float64) != d) & ~np.isnan(d)
@@ -304,7 +317,7 @@ def f32_to_bf16_value(f):
 
 def round_half(f, t, from64=False):
     """Rounds compute values to storage precision: f16 or bf16 (as f32)."""
-    with np.errstate(over="ignore", invalid="ignore"):
+    with QUIET:
         if from64:
             f = _f64_odd(f)
         f = np.asarray(f, dtype=np.float32)
@@ -326,7 +339,7 @@ def int_to_float(v, t):
 
 def _round_f32(d):
     # an odd-rounded f64 (<= 53 bits) to f32: a plain RNE conversion is right
-    with np.errstate(over="ignore"):
+    with QUIET:
         return np.asarray(d, dtype=np.float64).astype(np.float32)
 
 
@@ -398,7 +411,7 @@ def convert(v, frm, to, explicit=False):
         if explicit or frm == "f64":
             return round_half(v, to, from64=(frm == "f64"))
         return np.asarray(v, dtype=np.float32)
-    with np.errstate(over="ignore"):
+    with QUIET:
         return np.asarray(v, dtype=compute_dtype(to))
 
 
@@ -406,7 +419,7 @@ def mk_complex(re, im, t):
     """The complex value of type t (c64, c128; wcomplex computes in c128)
     whose parts are re and im, each converted to the part type."""
     dt = compute_dtype("c128" if t == "wcomplex" else t)
-    with np.errstate(all="ignore"):
+    with QUIET:
         re = np.asarray(re).astype(dt(0).real.dtype)
         im = np.asarray(im).astype(dt(0).real.dtype)
         re, im = np.broadcast_arrays(re, im)

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from model import promote
+from model import QUIET, promote
 from model import EXT_BUILTINS, round_half
 from model import CX_BUILTINS, PART, is_complex, mk_complex
 from model import (BITS, COMPARE, EPS, Invalid, accum_type, binop_types, builtin_types, concrete, convert,
@@ -42,6 +42,11 @@ class Ctx:
         self.touched = False                       # an inexact result was made
         self.oob = set()                           # repr of the raw reads, index(d) out of range
         self.oob_unsure = False                    # a raw read in an empty iteration space
+        # a complex operation the constant folder leaves to the generated
+        # code (language.md: /, abs, arg and the functions) was evaluated
+        # in this statement; the lets and outputs whose value needs one
+        self.nofold = False
+        self.nofold_names = set()
         self.n = 1
         for a in self.red_axes:
             self.n *= self.shape[a]
@@ -69,7 +74,7 @@ class Ctx:
             s = -1.0
         else:
             s = self.rng.choice([-1.0, 1.0], size=v.shape)
-        with np.errstate(all="ignore"):
+        with QUIET:
             if scale is None:
                 return (v.astype(np.float64) * (1 + s * eps)).astype(dt)
             return (v.astype(np.float64) + s * eps * scale).astype(dt)
@@ -84,7 +89,7 @@ def order_sensitive(cx, w, acc, kind, axes, keepdims=True):
     language leaves the order open, so those results are not compared."""
     w = np.asarray(w, dtype=np.float64)
     big = FMAX["f64" if acc == "f64" else "f32"]
-    with np.errstate(all="ignore"):
+    with QUIET:
         a = np.abs(w)
         fin = np.isfinite(a)
         if kind == "+":
@@ -107,7 +112,7 @@ def _mark(cx, r, mask):
 
 
 def _fl(a, t):
-    with np.errstate(all="ignore"):
+    with QUIET:
         return np.asarray(a, dtype=compute_dtype(concrete(t)))
 
 
@@ -138,7 +143,7 @@ def arith(op, t, a, b):
             a, b = obj(a), obj(b)
         f = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
              ">=": np.greater_equal}[op]
-        with np.errstate(invalid="ignore"):
+        with QUIET:
             return np.asarray(f(a, b), dtype=np.bool_)
     if op in ("&&", "||"):
         return np.logical_and(a, b) if op == "&&" else np.logical_or(a, b)
@@ -159,7 +164,7 @@ def arith(op, t, a, b):
         else: raise AssertionError(op)
         return obj(wrap_int(obj(r), wt))
     a, b = _fl(a, t), _fl(b, t)
-    with np.errstate(all="ignore"):
+    with QUIET:
         return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b)
 
 
@@ -267,7 +272,7 @@ def builtin(cx, name, t, args):
         return builtin(cx, "atan2", at, [np.zeros(np.shape(xf), _fl(0, at).dtype), xf])
     _, rule, exact = BUILTINS[name] if name in BUILTINS else EXT_BUILTINS[name]
     fl = is_float(t) or t == "wfloat"
-    with np.errstate(all="ignore"):
+    with QUIET:
         if name == "signbit":
             if not fl:
                 return np.asarray(obj(args[0]) < 0, dtype=np.bool_)
@@ -349,6 +354,8 @@ def ev(cx, e):
             return cx.fparams[-1][e[2]]
         if e[1] == "const":
             return const_value(cx, e[2])
+        if e[2] in cx.nofold_names:
+            cx.nofold = True
         return cx.vals[e[2]]
     if k == "idx":
         return "i64", obj(np.arange(int(np.prod(cx.shape)), dtype=np.int64).reshape(cx.shape))
@@ -368,7 +375,7 @@ def ev(cx, e):
                 return t, mk_complex(-v.real, -v.imag, t)
             if is_int(t) or t == "wint":
                 return t, obj(wrap_int(-obj(v), "i64" if t == "wint" else t))
-            with np.errstate(all="ignore"):
+            with QUIET:
                 return t, -_fl(v, t)
         # ~
         if t == "bool":
@@ -379,6 +386,8 @@ def ev(cx, e):
         ta, va = ev(cx, e[2])
         tb, vb = ev(cx, e[3])
         t, rt = binop_types(op, ta, tb)
+        if op == "/" and is_complex(t):
+            cx.nofold = True
         if op in ("&&", "||"):
             return "bool", arith(op, "bool", convert(va, ta, "bool"), convert(vb, tb, "bool"))
         return rt, arith(op, t, convert(va, ta, t), convert(vb, tb, t))
@@ -402,6 +411,8 @@ def ev(cx, e):
         if name == "where":
             return ev(cx, ("sel", "where") + tuple(args))
         t, rt = builtin_types(name, [x[0] for x in tv])
+        if is_complex(t) and name not in CX_FOLDED:
+            cx.nofold = True
         vals = [convert(v, u, t) for u, v in tv]
         if name in ("c64", "c128", "complex"):
             # c64(re, im), complex(re, im): each part converted to the part
@@ -585,7 +596,7 @@ def reducer(cx, name, arg):
     v = convert(v, t, ct)
     a = _full(cx, v)
     ax = cx.red_axes
-    with np.errstate(all="ignore"):
+    with QUIET:
         if name in ("any", "all"):
             b = convert(a, ct, "bool")
             return "bool", (np.any if name == "any" else np.all)(b, axis=ax, keepdims=True)
@@ -624,14 +635,7 @@ def reducer(cx, name, arg):
                     r = np.prod(w, axis=ax, keepdims=True).astype(compute_dtype(acc))
                     r = _mark(cx, cx.fuzz(r, acc), order_sensitive(cx, w, acc, "*", ax))
                 else:
-                    r = np.sum(w, axis=ax, keepdims=True)
-                    scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) \
-                        if w.size else 0
-                    if name == "mean":
-                        r = r / cx.n
-                        scale = scale / max(cx.n, 1)
-                    r = cx.fuzz(r.astype(compute_dtype(acc)), acc, scale=scale)
-                    r = _mark(cx, r, order_sensitive(cx, w, acc, "+", ax))
+                    r = float_sum(cx, w, ax, name == "mean", compute_dtype(acc), acc)
                     if name == "mean":
                         r = r.astype(compute_dtype(acc))
                 return rt, np.asarray(r, dtype=compute_dtype(rt))
@@ -646,6 +650,20 @@ def reducer(cx, name, arg):
                 return "f64", np.asarray(f, dtype=np.float64)
             return rt, r
     raise AssertionError(name)
+
+
+def float_sum(cx, w, ax, mean, dt, t):
+    """The sum (mean: divided by n) along ax of the f64 values w, a value of
+    float type t in numpy dtype dt: in an order the language leaves open, so
+    moved by the perturbed runs as far as the order's rounding may move it,
+    and not compared where the order decides an overflow."""
+    r = np.sum(w, axis=ax, keepdims=True)
+    scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) if w.size else 0
+    if mean:
+        r = r / cx.n
+        scale = scale / max(cx.n, 1)
+    r = cx.fuzz(r.astype(dt), t, scale=scale)
+    return _mark(cx, r, order_sensitive(cx, w, t, "+", ax))
 
 
 COMBINE = {"+", "*", "|", "&", "^", "max", "min"}
@@ -666,7 +684,7 @@ def custom_reduce(cx, arg, ident, cop):
         return rt, cx_reduce(cx, "sum" if cop == "+" else "prod", a, rt, ax)
     m = np.moveaxis(np.asarray(a), ax, tuple(range(a.ndim - len(ax), a.ndim)))
     m = m.reshape(m.shape[:a.ndim - len(ax)] + (-1,))
-    with np.errstate(all="ignore"):
+    with QUIET:
         if cop in ("max", "min"):
             def f(x, y):
                 return builtin(cx, cop, rt, [x, y])
@@ -694,6 +712,10 @@ def custom_reduce(cx, arg, ident, cop):
 
 # ---- a kernel ---------------------------------------------------------------------------
 
+# the built-ins of complex values the constant folder computes (language.md)
+CX_FOLDED = ("real", "imag", "conj", "isnan", "isinf", "isfinite", "c64", "c128", "complex")
+
+
 def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     """Evaluates the kernel's statements; returns {output: (type, value)}
     with reduced-shape outputs in keepdims shape, values as stored."""
@@ -701,6 +723,7 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     kern = prog.kernel
     outs = {}
     for st in kern.body:
+        cx.nofold = False
         if st.kind == "tlet":
             for n, tv in zip(st.name, tuple_reduce(cx, st.expr)):
                 cx.vals[n] = tv
@@ -719,7 +742,10 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
                 v = obj(v)
             cx.vals[st.name] = (ot, v)
             outs[st.name] = (ot, v)
+        if cx.nofold:
+            cx.nofold_names.update(st.name if st.kind == "tlet" else [st.name])
     outs[None] = cx.touched
+    outs["nofold"] = cx.nofold_names
     outs["oob"] = cx.oob
     outs["oob_unsure"] = cx.oob_unsure
     return outs
@@ -760,7 +786,7 @@ def cx_arith(op, t, a, b):
     quotient with its branch for a zero divisor."""
     ar, ai = _parts(a, t)
     br, bi = _parts(b, t)
-    with np.errstate(all="ignore"):
+    with QUIET:
         if op == "==":
             return np.asarray((ar == br) & (ai == bi))
         if op == "!=":
@@ -777,13 +803,13 @@ def cx_arith(op, t, a, b):
 
 
 def _cmul(ar, ai, br, bi, t):
-    with np.errstate(all="ignore"):
+    with QUIET:
         return _cmk(ar * br - ai * bi, ar * bi + ai * br, t)
 
 
 def _cdiv(ar, ai, br, bi, t):
     one = ar.dtype.type(1)
-    with np.errstate(all="ignore"):
+    with QUIET:
         abr, abi = np.abs(br), np.abs(bi)
         first = abr >= abi
         zero = first & (abr == 0) & (abi == 0)
@@ -807,7 +833,7 @@ def cx_builtin(cx, name, t, args):
 
     def R(f, *xs):
         return np.asarray(builtin(cx, f, pt, list(xs)), dtype=re.dtype)
-    with np.errstate(all="ignore"):
+    with QUIET:
         if name == "real":
             return re
         if name == "imag":
@@ -854,14 +880,14 @@ def cx_builtin(cx, name, t, args):
 def cx_exp(R, re, im, t):
     """e^re (cos im + i sin im); a real argument stays real (no inf * 0)."""
     r = R("exp", re)
-    with np.errstate(all="ignore"):
+    with QUIET:
         return _cmk(np.where(im == 0, r, r * R("cos", im)), np.where(im == 0, im, r * R("sin", im)), t)
 
 
 def cx_sqrt(R, a, b, t, pt):
     """FreeBSD's csqrt, as templates/c/complex.tmpl writes it."""
     T = a.dtype.type
-    with np.errstate(all="ignore"):
+    with QUIET:
         a, b = np.broadcast_arrays(a, b)
         scale = (np.abs(a) >= CX_BIG[pt]) | (np.abs(b) >= CX_BIG[pt])
         sa = np.where(scale, a * T(0.25), a)
@@ -897,7 +923,7 @@ def cx_pow(R, zr, zi, wr, wi, t):
     repeated products; others exp(w log z)."""
     T = zr.dtype.type
     zr, zi, wr, wi = np.broadcast_arrays(zr, zi, wr, wi)
-    with np.errstate(all="ignore"):
+    with QUIET:
         lr = R("log", R("hypot", zr, zi))
         li = R("atan2", zi, zr)
         g = _cmul(wr, wi, lr, li, t)
@@ -941,7 +967,7 @@ def cx_tanh(R, x, y, t, pt):
     """Kahan's tanh (FreeBSD's ctanh)."""
     T = x.dtype.type
     one = T(1)
-    with np.errstate(all="ignore"):
+    with QUIET:
         x, y = np.broadcast_arrays(x, y)
         e = R("exp", -np.abs(x))
         br = np.copysign(one, x)
@@ -960,7 +986,7 @@ def cx_reduce(cx, name, a, t, ax):
     accumulator), in an order the language leaves open."""
     re, im = _parts(a, t)
     pt = _cpart(t)
-    with np.errstate(all="ignore"):
+    with QUIET:
         if name == "prod":
             w = np.asarray(a, dtype=np.complex128)
             r = np.prod(w, axis=ax, keepdims=True)
@@ -969,15 +995,6 @@ def cx_reduce(cx, name, a, t, ax):
             ri = cx.fuzz(np.asarray(r.imag).astype(re.dtype), pt, scale=scale)
             bad = order_sensitive(cx, np.abs(w), pt, "*", ax)
             return _cmk(_mark(cx, rr, bad), _mark(cx, ri, bad), t)
-        out = []
-        for part in (re, im):
-            w = np.asarray(part, dtype=np.float64)
-            r = np.sum(w, axis=ax, keepdims=True)
-            scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) \
-                if w.size else 0
-            if name == "mean":
-                r = r / cx.n
-                scale = scale / max(cx.n, 1)
-            r = cx.fuzz(r.astype(part.dtype), pt, scale=scale)
-            out.append(_mark(cx, r, order_sensitive(cx, w, pt, "+", ax)))
+        out = [float_sum(cx, np.asarray(part, dtype=np.float64), ax, name == "mean", part.dtype, pt)
+               for part in (re, im)]
         return _cmk(out[0], out[1], t)
