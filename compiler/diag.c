@@ -148,8 +148,8 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
         end--;
     if (start == 0 && r.off >= 3 && f->len >= 3 && memcmp(t, "\xef\xbb\xbf", 3) == 0)
         start = 3; /* the byte order mark the lexer skipped: not printed, no column */
-    /* Control bytes (NUL included) print as spaces so the terminal and the
-     * caret stay aligned. */
+    /* Control characters (NUL included, and C1's in UTF-8) print as spaces
+     * so the terminal and the caret stay aligned. */
     for (size_t i = start, k; i < end; i += k) {
         k = utf8_len(t + i, end - i);
         if (k == 0) {
@@ -158,6 +158,8 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
         } else if (k == 1) {
             char o = (t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f ? ' ' : (char)t[i];
             buf_put(out, &o, 1);
+        } else if (k == 2 && t[i] == 0xc2 && t[i + 1] < 0xa0) {
+            buf_put(out, " ", 1); /* a C1 control (U+0080-U+009F; U+009B is CSI): a space too */
         } else {
             buf_put(out, (const char *)t + i, k);
         }
