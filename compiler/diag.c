@@ -146,8 +146,8 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
         end++;
     if (end > start && t[end - 1] == '\r')
         end--;
-    if (start == 0 && r.off >= 3 && f->len >= 3 && memcmp(t, "\xef\xbb\xbf", 3) == 0)
-        start = 3; /* the byte order mark the lexer skipped: not printed, no column */
+    if (start == 0 && r.off >= source_bom(f))
+        start = source_bom(f); /* the byte order mark the lexer skipped: not printed, no column */
     /* Control characters (NUL included, and C1's in UTF-8) print as spaces
      * so the terminal and the caret stay aligned. */
     for (size_t i = start, k; i < end; i += k) {

@@ -418,6 +418,8 @@ static void emit_source_comment(const Range *r, const char *indent, Buf *out)
     const char *b = sf->text + r->off, *e = b;
     while (b > sf->text && b[-1] != '\n')
         b--;
+    if (b == sf->text && r->off >= source_bom(sf))
+        b += source_bom(sf); /* not the byte order mark the lexer skipped */
     while (e < sf->text + sf->len && *e != '\n' && *e != '\r')
         e++;
     while (b < e && (*b == ' ' || *b == '\t'))

@@ -118,6 +118,9 @@ SourceFile *source_read(Compiler *c, const char *path); /* NULL, errno set (EFBI
 enum { NNKC_MAX_IMPORT = 16 << 20 };
 SourceFile *source_read_import(Compiler *c, const char *path, bool nofollow, const char **why);
 SourceFile *source_get(Compiler *c, int id);
+/* The bytes of the UTF-8 byte order mark that starts f (3), else 0: the
+ * lexer skips them, diagnostics and generated comments leave them out. */
+size_t source_bom(const SourceFile *f);
 Range range_join(Range a, Range b); /* from the start of a to the end of b */
 
 /* ===================================================================== */

@@ -119,6 +119,11 @@ SourceFile *source_get(Compiler *c, int id)
     return c->files.items[id];
 }
 
+size_t source_bom(const SourceFile *f)
+{
+    return f->len >= 3 && memcmp(f->text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
 Range range_join(Range a, Range b)
 {
     if (a.file != b.file || b.off + b.len < a.off)

@@ -24,8 +24,8 @@ void lexer_init(Lexer *lx, Compiler *c, SourceFile *src)
     lx->line_start = src->text;
     lx->line = 1;
     /* a UTF-8 byte order mark (editors on Windows write one) is skipped, as cc does */
-    if (src->len >= 3 && memcmp(src->text, "\xef\xbb\xbf", 3) == 0)
-        lx->cur += 3, lx->line_start += 3;
+    lx->cur += source_bom(src);
+    lx->line_start = lx->cur;
 }
 
 static Range range_here(const Lexer *lx, const char *start, const char *end)

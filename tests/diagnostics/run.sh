@@ -86,6 +86,14 @@ if ! printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "$nnkc" -S - 
     echo "FAIL nnkc -S - -o - (standard input to standard output):"; cat "$out"
     fail=$((fail + 1))
 fi
+# a byte order mark is not part of the first line: not in the generated
+# code's comment that quotes it either (it came as \xef\xbb\xbf)
+n=$((n + 1))
+if ! printf '\357\273\277elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "$nnkc" -S - -o - 2>"$out" |
+    grep -q '/\* <stdin>:1: elementwise k'; then
+    echo "FAIL nnkc -S of a file with a byte order mark: the comment quoting line 1 holds it:"; cat "$out"
+    fail=$((fail + 1))
+fi
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
