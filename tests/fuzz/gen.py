@@ -746,6 +746,9 @@ class Gen:
             self.classes = CLASSES_CX
             i = self.nr.randrange(len(k.generics))
             k.generics[i] = (k.generics[i][0], self.nr.choice(["complex", "complex", "num", "any"]))
+        if any(t in COMPLEX for t in self.tlist):
+            # nnkc -T with a complex type instantiates num and any with it too
+            self.classes = CLASSES_CX
         # instances to test; the default one is checked too (an eager front end)
         if k.generics:
             default = {g: CLASS_DEFAULT[c] for g, c in k.generics}

@@ -787,6 +787,11 @@ class Batch:
             types = list(M.SCALARS)
             for j in range(2 + (h >> 3) % 2):
                 self.tlist.append(types.pop((h >> (5 + 4 * j)) % len(types)))
+            # one -T batch in three lists a complex type too (a hash of its
+            # own: the other batches keep their types)
+            hc = hash_seed(base_seed, index, "Tcx")
+            if hc % 3 == 0 and "complex" not in avoid:
+                self.tlist.append(M.COMPLEX[(hc >> 2) % 2])
         self.extra = ["-T", ",".join(self.tlist)] if self.tlist else []
         self.progs = [gen.generate(s, "p%d_" % i, avoid, size, tlist=self.tlist) for i, s in enumerate(self.seeds)]
         extra, eseeds = [], []
