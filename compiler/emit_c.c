@@ -543,9 +543,36 @@ static void ew_entry(const EmitOperands *g, TDict *d, const Need *nd, const bool
     }
 }
 
+/* Whether the kernel's loops get NNK_WIDE_ (prelude: 512-bit vectors where
+ * the compiler targets AVX-512 and would prefer 256): those that call the
+ * f32 vector math (vmath.h: its polynomials run twice as many lanes per
+ * instruction) or hold argmax/argmin lanes (32 values and 32 i64 indices
+ * a group: half the compares and blends).  Loops that only stream memory
+ * or add up lanes were measured slower with 512-bit vectors (layer norm,
+ * variance, int32 a*b+c), so they keep the compiler's choice.  The bits do
+ * not depend on the vector width (docs/c-backend.md, "Vector width"). */
+static bool wide_loops(const IrKernel *k)
+{
+    for (int r = 0; r < k->nreds; r++)
+        if (red_is_arg(&k->reds[r]))
+            return true;
+    for (int i = 0; i < k->nnodes; i++) {
+        const IrNode *n = &k->nodes[i];
+        if (n->op != IR_CALL || type_compute((Type)n->type) != T_F32)
+            continue;
+        switch ((Builtin)n->sub) {
+        case B_EXP: case B_EXPM1: case B_LOG: case B_LOG1P: case B_SIN: case B_COS: case B_TANH: case B_SIGMOID:
+            return true;
+        default: break;
+        }
+    }
+    return false;
+}
+
 static void elementwise(const EmitOperands *g, TDict *d)
 {
     const IrKernel *k = g->k;
+    tset(d, "wide", wide_loops(k) ? "NNK_WIDE_ " : "");
     int32_t roots[MAXOPS];
     for (int i = 0; i < k->nouts; i++)
         roots[i] = k->outs[i].node;
@@ -1355,6 +1382,7 @@ static void col_test(const EmitOperands *g, TDict *d, const uint8_t *red_loads, 
 static void reduction(const EmitOperands *g, TDict *d)
 {
     const IrKernel *k = g->k;
+    tset(d, "wide", wide_loops(k) ? "NNK_WIDE_ " : "");
     tsetf(d, "nphases", "%d", k->nphases);
     Mode m = M_ROW_CONTIG;
     EmitAccess ac = access_for(g, &m);
