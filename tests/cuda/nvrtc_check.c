@@ -6,8 +6,9 @@
  *     nvrtc_check [-j JOBS] [-a MIN_ARCH] [-L KERNELS] [-l LINT_ARCH] FILE.cu...
  *
  * Each file is one NVRTC program (all the kernels of one .nnk file),
- * compiled to a cubin with --Ofast-compile=max (opt_level 0: the whole
- * front end and ptxas, less optimisation) for every arch.  Files with more
+ * compiled to a cubin with --Ofast-compile=max (opt_level 0 with
+ * cu_state's ofast_max: the whole front end and ptxas, less optimisation)
+ * for every arch.  Files with more
  * than KERNELS kernels (default 20; 0: none; NNK_NVRTC_FULL=1 sets 0) or
  * over 128 KB of source are
  * large: a cubin for the oldest and the newest arch, the front end only
@@ -219,13 +220,14 @@ int main(int argc, char **argv)
     if (nthreads > 64)
         nthreads = 64;
     /* Two rounds: the lint's compiles (full optimisation) all end before
-     * the cubin compiles (--Ofast-compile=max at opt_level 0) begin.  Run
-     * side by side in one process, NVRTC 13.0 sometimes gave a lint
-     * compile the other's settings: once in CI the PTX of 7 rd_row kernels
-     * of reductions.nnk held local memory, which neither a rerun nor the
-     * same file compiled alone showed. */
+     * the cubin compiles begin, which are at --Ofast-compile=max (9 times
+     * faster than opt_level 0's -Xptxas=-O0 for samples/norms.nnk):
+     * with NVRTC 13.0 one such compile changes every later compile of the
+     * process (cuda_core.c, jit_setup; test_cuda test_jit_gate), so the
+     * runtime never passes it, and here only once the lint is done. */
     for (int round = lint_arch ? 0 : 1; round < 2; round++) {
         ntasks = round == 0 ? njobs : njobs * narchs + (lint_arch ? njobs : 0);
+        S->ofast_max = round == 1;
         for (int i = 0; i < nthreads; i++)
             pthread_create(&th[i], NULL, worker, NULL);
         for (int i = 0; i < nthreads; i++)

@@ -10,6 +10,11 @@
  *    cache (hit, corrupt entry), compile errors with the source line and a
  *    kept copy of the source; no FMA contraction unless NNK_CUDA_FMAD=1
  *    (the PTX of a * b - c, both ways);
+ *  - NVRTC compiles at opt_level 2, 0 and -1 from several threads: the
+ *    settings gate (different settings never overlap, the same do), and
+ *    full-optimisation PTX that lints clean and keeps its bytes
+ *    (test_jit_gate);
+ *  - the status line in a buffer per thread (cu_status, both extensions);
  *  - nnkc_module_reduce_op on kernels that are and are not plain reductions;
  *  - dispatch.c's choices (warp per row, the split's parts, rd_fin's grid,
  *    32-bit strided offsets and their magic numbers) with a fake launcher;
@@ -22,10 +27,12 @@
 #include "cuda_core.h"
 #include "internal.h"
 #include "nnkc.h"
+#include "ptx_lint.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -635,6 +642,248 @@ static bool test_jit(void)
     return true;
 }
 
+/* ---- the status line, per thread ---------------------------------------------------- */
+
+/* cu_status and the extensions' status hooks write into a buffer of the
+ * calling thread: a line one thread holds stays as it was while another
+ * thread asks (the buffer was one per extension). */
+static struct {
+    pthread_barrier_t asked, changed, checked;
+    bool kept, has, apart[3];
+    cu_state *S;
+    nnk_extension *x[2];
+    const char *line[2], *ext_line[2][2];
+    char copy[2048];
+} stl;
+
+static void *status_thread(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    if (i == 1) {
+        pthread_barrier_wait(&stl.asked);
+        stl.S->force_ptx = true; /* the line says so now */
+    }
+    stl.line[i] = cu_status(stl.S);
+    for (int e = 0; e < 2; e++)
+        stl.ext_line[i][e] = stl.x[e] ? nnk_extension_status(stl.x[e]) : NULL;
+    if (i == 0) {
+        snprintf(stl.copy, sizeof stl.copy, "%s", stl.line[0]);
+        pthread_barrier_wait(&stl.asked);
+    }
+    pthread_barrier_wait(&stl.changed);
+    if (i == 0) { /* both threads live: their buffers are */
+        stl.kept = strcmp(stl.line[0], stl.copy) == 0;
+        stl.has = strstr(stl.line[1], "NNK_CUDA_PTX") != NULL;
+        stl.apart[0] = stl.line[0] != stl.line[1];
+        for (int e = 0; e < 2; e++)
+            stl.apart[1 + e] = stl.ext_line[0][e] && stl.ext_line[1][e] && stl.ext_line[0][e] != stl.ext_line[1][e];
+    }
+    pthread_barrier_wait(&stl.checked);
+    return NULL;
+}
+
+static void test_status_threads(void)
+{
+    cu_state *S = NULL;
+    nnk_status s = cu_init(&rt_host_api, "cuda", &S);
+    CHECK(s == NNK_OK && S, "cu_init: %s", s ? nnk_last_error() : "");
+    if (!S)
+        return;
+    stl.S = S;
+    const char *exts[2] = {"cuda", "cudnn"};
+    for (int e = 0; e < 2; e++)
+        if (nnk_import_extension(exts[e], &stl.x[e]) != NNK_OK)
+            stl.x[e] = NULL;
+    pthread_barrier_init(&stl.asked, NULL, 2);
+    pthread_barrier_init(&stl.changed, NULL, 2);
+    pthread_barrier_init(&stl.checked, NULL, 2);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, status_thread, (void *)(intptr_t)i);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&stl.asked);
+    pthread_barrier_destroy(&stl.changed);
+    pthread_barrier_destroy(&stl.checked);
+    CHECK(stl.apart[0], "cu_status: a buffer per thread");
+    CHECK(stl.kept && !strstr(stl.copy, "NNK_CUDA_PTX") && stl.has,
+          "the first thread's line stays as it was while the second's says NNK_CUDA_PTX=1 (%s)", stl.copy);
+    for (int e = 0; e < 2; e++)
+        CHECK(stl.x[e] && stl.apart[1 + e], "%s's status: a buffer per thread", exts[e]);
+    cu_fini(S);
+}
+
+/* ---- NVRTC compiles side by side: the settings gate ------------------------------ */
+
+/* NVRTC 13.0: one compile with --Ofast-compile=max (the old opt_level 0)
+ * changed every later compile of the process, in any thread: the PTX of
+ * the layer norm's rd_row at full optimisation then held local memory
+ * (83 findings here), which CI once saw as compiles "side by side".  The
+ * extension passes -Xptxas=-O0 at opt_level 0 instead, and its settings
+ * gate keeps compiles with different optimisation settings from running
+ * at once (same settings: together).  The check wraps nvrtcCompileProgram
+ * to see every compile's settings while it runs (held GATE_HOLD_MS first,
+ * so that compiles that may overlap do), and requires every
+ * full-optimisation PTX, after opt_level 0 and -1 compiles and beside
+ * them, to lint clean (ptx_lint: no local memory in rd_row) and to be the
+ * bytes of the first one, compiled before any other. */
+enum { GATE_HOLD_MS = 40, GATE_THREADS = 6, GATE_ROUNDS = 1 };
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_barrier_t start;
+    nvrtcResult (*real)(nvrtcProgram, int, const char *const *);
+    char active[GATE_THREADS][512];
+    int differing, same, calls;
+    cu_state *S;
+    const char *src;
+    char *ref;                   /* the first full-optimisation PTX */
+    int lint_findings, lint_kernels, failed, changed;
+    char why[512];
+} gate = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* the options but the arch and the headers, as the gate compares them */
+static void join_opts(int n, const char *const *opts, char *out, size_t cap)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && l < cap; i++)
+        if (strncmp(opts[i], "--gpu-architecture=", 19) != 0 && strncmp(opts[i], "-I", 2) != 0)
+            l += (size_t)snprintf(out + l, cap - l, "%s ", opts[i]);
+}
+
+static nvrtcResult gate_compile(nvrtcProgram prog, int n, const char *const *opts)
+{
+    char mine[512];
+    join_opts(n, opts, mine, sizeof mine);
+    int slot = -1;
+    pthread_mutex_lock(&gate.lock);
+    gate.calls++;
+    for (int i = 0; i < GATE_THREADS; i++) {
+        if (!gate.active[i][0]) {
+            if (slot < 0)
+                slot = i;
+        } else if (strcmp(gate.active[i], mine) != 0) {
+            gate.differing++;
+        } else {
+            gate.same++;
+        }
+    }
+    if (slot >= 0)
+        snprintf(gate.active[slot], sizeof gate.active[slot], "%s", mine);
+    pthread_mutex_unlock(&gate.lock);
+    usleep(GATE_HOLD_MS * 1000);
+    nvrtcResult r = gate.real(prog, n, opts);
+    pthread_mutex_lock(&gate.lock);
+    if (slot >= 0)
+        gate.active[slot][0] = 0;
+    pthread_mutex_unlock(&gate.lock);
+    return r;
+}
+
+/* Thread i: opt_level 2 to PTX (linted) when i % 3 == 0, else a cubin at
+ * opt_level 0 or the front end only (-1). */
+static void *gate_thread(void *arg)
+{
+    int i = (int)(intptr_t)arg, level = i % 3 == 0 ? 2 : i % 3 == 1 ? 0 : -1;
+    pthread_barrier_wait(&gate.start);
+    for (int round = 0; round < GATE_ROUNDS; round++) {
+        char *image = NULL, key[65], *text = NULL;
+        size_t size = 0, tlen = 0;
+        bool ptx = false;
+        nnk_status s = level == 2 ? cu_jit_ptx(gate.S, 90, gate.src, "gate", 2, &image, &size)
+                                  : cu_jit(gate.S, 90, gate.src, "gate", level, &image, &size, &ptx, key);
+        int findings = 0, kernels = 0;
+        if (s == NNK_OK && level == 2) {
+            FILE *m = open_memstream(&text, &tlen);
+            findings = m && image && size && image[size - 1] == 0 ? ptx_lint(image, "gate", m, &kernels) : 1;
+            if (m)
+                fclose(m);
+        }
+        pthread_mutex_lock(&gate.lock);
+        if (s != NNK_OK && !gate.failed++)
+            snprintf(gate.why, sizeof gate.why, "opt_level %d: %s", level, nnk_last_error());
+        if (findings && !gate.lint_findings)
+            snprintf(gate.why, sizeof gate.why, "%.500s", text ? text : "?");
+        gate.changed += s == NNK_OK && level == 2 && (!image || strcmp(image, gate.ref) != 0);
+        gate.lint_findings += findings;
+        gate.lint_kernels += kernels;
+        pthread_mutex_unlock(&gate.lock);
+        free(text);
+        free(image);
+    }
+    return NULL;
+}
+
+static void test_jit_gate(void)
+{
+    cu_state *S = NULL;
+    setenv("NNK_CACHE", "0", 1); /* every compile is real */
+    if (cu_init(&rt_host_api, "cuda", &S) != NNK_OK || cu_nvrtc_ready(S) != NNK_OK) {
+        cu_fini(S);
+        unsetenv("NNK_CACHE");
+        return;
+    }
+    /* reductions.nnk's layer norm, whose rd_row PTX held local memory */
+    static const char src[] =
+        "reduction layernorm<T: float>(x: T[], gamma: T[], beta: T[], eps: f32 = 1e-5) -> (y: T[], mu: T, sigma: T) {\n"
+        "    let m = mean(x);\n    let v = mean((x - m) * (x - m));\n    let r = rsqrt(v + eps);\n"
+        "    y = (x - m) * r * gamma + beta;\n    mu = m;\n    sigma = sqrt(v + eps);\n}\n";
+    char *code = cuda_of(src, "layernorm", T_F64);
+    CHECK(code != NULL, "CUDA of layernorm<f64>");
+    gate.S = S;
+    gate.src = code;
+    size_t n = 0;
+    if (code && cu_jit_ptx(S, 90, code, "gate", 2, &gate.ref, &n) != NNK_OK)
+        CHECK(0, "full-optimisation PTX of layernorm<f64>: %s", nnk_last_error());
+    if (!gate.ref) {
+        free(code);
+        cu_fini(S);
+        unsetenv("NNK_CACHE");
+        return;
+    }
+    /* one after the other: opt_level 0, then full optimisation */
+    char *image = NULL, key[65];
+    bool ptx = false;
+    nnk_status s = cu_jit(S, 90, code, "gate", 0, &image, &n, &ptx, key);
+    CHECK(s == NNK_OK && image && !ptx, "opt_level 0: %s", s ? nnk_last_error() : "no cubin");
+    free(image);
+    image = NULL;
+    s = cu_jit_ptx(S, 90, code, "gate", 2, &image, &n);
+    CHECK(s == NNK_OK && image && strcmp(image, gate.ref) == 0,
+          "full optimisation after opt_level 0 gives the PTX of full optimisation alone");
+    free(image);
+    gate.real = S->nv.nvrtcCompileProgram;
+    S->nv.nvrtcCompileProgram = gate_compile;
+    /* two full-optimisation compiles: together */
+    pthread_t th[GATE_THREADS];
+    for (int pass = 0; code && pass < 2; pass++) {
+        int nth = pass == 0 ? 2 : GATE_THREADS;
+        pthread_barrier_init(&gate.start, NULL, (unsigned)nth);
+        gate.differing = gate.same = gate.calls = gate.lint_findings = gate.lint_kernels = gate.failed = 0;
+        gate.changed = 0;
+        for (int i = 0; i < nth; i++)
+            pthread_create(&th[i], NULL, gate_thread, (void *)(intptr_t)(pass == 0 ? 0 : i));
+        for (int i = 0; i < nth; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&gate.start);
+        CHECK(!gate.failed, "%d compiles failed: %s", gate.failed, gate.why);
+        CHECK(gate.calls == nth * GATE_ROUNDS, "%d compiles (%d)", gate.calls, nth * GATE_ROUNDS);
+        CHECK(gate.differing == 0, "%d compiles started beside a compile with other options", gate.differing);
+        CHECK(gate.changed == 0, "%d full-optimisation PTX differ from the first", gate.changed);
+        if (pass == 0)
+            CHECK(gate.same > 0, "two compiles with the same options ran together (%d)", gate.same);
+        CHECK(gate.lint_kernels > 0 && gate.lint_findings == 0, "full-optimisation PTX: %d findings in %d kernels%s%s",
+              gate.lint_findings, gate.lint_kernels, gate.lint_findings ? ":\n" : "", gate.lint_findings ? gate.why : "");
+    }
+    S->nv.nvrtcCompileProgram = gate.real;
+    free(gate.ref);
+    gate.ref = NULL;
+    free(code);
+    cu_fini(S);
+    unsetenv("NNK_CACHE");
+}
+
 /* ---- dispatch.c: the planner's choices, without a device ------------------------- */
 
 typedef struct {
@@ -974,9 +1223,12 @@ int main(void)
     test_row_source();
     test_rect_plan();
     test_extensions();
+    test_status_threads();
     test_drivers();
     test_staging();
     bool nvrtc = test_jit();
+    if (nvrtc)
+        test_jit_gate();
     nnk_shutdown();
     printf("test_cuda: %d checks, %d failed%s\n", checks, failures, nvrtc ? "" : "; NVRTC not found: JIT not tested");
     if (failures)

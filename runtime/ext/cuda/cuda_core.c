@@ -164,6 +164,8 @@ nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out)
     S->ext = ext;
     pthread_mutex_init(&S->nvrtc_lock, NULL);
     pthread_mutex_init(&S->mod_lock, NULL);
+    pthread_mutex_init(&S->gate_lock, NULL);
+    pthread_cond_init(&S->gate_cv, NULL);
     S->block = env_uint(S, "NNK_CUDA_BLOCK");
     S->max_grid = env_uint(S, "NNK_CUDA_MAX_GRID");
     S->force = (int)env_uint(S, "NNK_CUDA_FORCE");
@@ -226,10 +228,17 @@ void cu_fini(cu_state *S)
      * driver version, and the process keeps using the primary contexts. */
     pthread_mutex_destroy(&S->nvrtc_lock);
     pthread_mutex_destroy(&S->mod_lock);
+    pthread_mutex_destroy(&S->gate_lock);
+    pthread_cond_destroy(&S->gate_cv);
     free(S);
 }
 
 static bool nvrtc_load_once(cu_state *S);
+
+/* The line is written into a buffer of the calling thread (threads may
+ * ask at once; the opencl extension does the same); it stays valid in
+ * that thread until its next call. */
+static _Thread_local char status_buf[2048];
 
 const char *cu_status(cu_state *S)
 {
@@ -237,31 +246,31 @@ const char *cu_status(cu_state *S)
     if (S->ndevices > 0)
         (void)nvrtc_load_once(S);
     pthread_mutex_lock(&S->nvrtc_lock);
-    size_t n = (size_t)snprintf(S->status_buf, sizeof S->status_buf, "%s", S->status);
+    size_t n = (size_t)snprintf(status_buf, sizeof status_buf, "%s", S->status);
     const int dmaj = S->driver_version / 1000, dmin = S->driver_version % 1000 / 10;
-    if (S->nvrtc_tried && n < sizeof S->status_buf) {
+    if (S->nvrtc_tried && n < sizeof status_buf) {
         if (S->narchs > 0 && !S->nvrtc_error[0] && !S->driver_version)
-            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; NVRTC %d.%d", S->nvrtc_major,
+            n += (size_t)snprintf(status_buf + n, sizeof status_buf - n, "; NVRTC %d.%d", S->nvrtc_major,
                                   S->nvrtc_minor);
         else if (S->narchs > 0 && !S->nvrtc_error[0])
-            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; NVRTC %d.%d %s driver %d.%d: %s",
+            n += (size_t)snprintf(status_buf + n, sizeof status_buf - n, "; NVRTC %d.%d %s driver %d.%d: %s",
                                   S->nvrtc_major, S->nvrtc_minor, S->nvrtc_major > dmaj ? "newer than the" : "with the",
                                   dmaj, dmin,
                                   S->nvrtc_major > dmaj ? "cubins may not load (PTX JIT as fallback); install the "
                                                           "NVRTC of the driver's CUDA or set NNK_NVRTC"
                                                         : "cubins");
         else
-            n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n, "; no NVRTC: %s", S->nvrtc_error);
+            n += (size_t)snprintf(status_buf + n, sizeof status_buf - n, "; no NVRTC: %s", S->nvrtc_error);
     }
-    if (S->force_ptx && n < sizeof S->status_buf)
-        n += (size_t)snprintf(S->status_buf + n, sizeof S->status_buf - n,
+    if (S->force_ptx && n < sizeof status_buf)
+        n += (size_t)snprintf(status_buf + n, sizeof status_buf - n,
                               "; PTX JIT by the driver for every kernel (NNK_CUDA_PTX=1)");
-    if (S->ptx_fallbacks && n < sizeof S->status_buf)
-        snprintf(S->status_buf + n, sizeof S->status_buf - n,
+    if (S->ptx_fallbacks && n < sizeof status_buf)
+        snprintf(status_buf + n, sizeof status_buf - n,
                  "; %lu module%s loaded as PTX compiled by the driver (it refused the cubin: %s)", S->ptx_fallbacks,
                  S->ptx_fallbacks == 1 ? "" : "s", S->fallback_why);
     pthread_mutex_unlock(&S->nvrtc_lock);
-    return S->status_buf;
+    return status_buf;
 }
 
 /* ---- devices -------------------------------------------------------------------- */
@@ -1028,6 +1037,7 @@ typedef struct jit_job {
     char arch[64], inc[1200];
     const char *opts[10];
     int nopts;
+    char settings[1400];         /* the options, one string: the settings gate's key */
     bool ptx;
     bool syntax_only;            /* opt_level -1: the front end only (compile checks) */
     char key[65];
@@ -1055,11 +1065,26 @@ static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *pr
     j->opts[j->nopts++] = S->fmad ? "--fmad=true" : "--fmad=false";
     if (S->include_dir[0])
         j->opts[j->nopts++] = j->inc;
-    if (opt_level == 0 && (S->nvrtc_major > 12 || (S->nvrtc_major == 12 && S->nvrtc_minor >= 8)))
-        j->opts[j->nopts++] = "--Ofast-compile=max";
+    /* opt_level 0: ptxas without optimisation.  Never --Ofast-compile=max
+     * or =mid: with NVRTC 13.0 either leaves state in the process that
+     * changes every later compile, in any thread and with any options
+     * (after one =max compile, the full-optimisation PTX of rd_row kernels
+     * holds local memory); -Xptxas=-O0, =min and the front end only leave
+     * none (docs/cuda-backend.md, "JIT"; test_cuda test_jit_gate).
+     * nvrtc_check sets ofast_max for its cubin round, after its lint. */
+    if (opt_level == 0)
+        j->opts[j->nopts++] = S->ofast_max && (S->nvrtc_major > 12 || (S->nvrtc_major == 12 && S->nvrtc_minor >= 8))
+                                  ? "--Ofast-compile=max"
+                                  : "-Xptxas=-O0";
     j->syntax_only = opt_level < 0;
     if (j->syntax_only)
         j->opts[j->nopts++] = "--fdevice-syntax-only";
+    /* the gate's key: the options but the arch and the headers */
+    size_t sl = 0;
+    j->settings[0] = 0;
+    for (int i = 0; i < j->nopts && sl < sizeof j->settings; i++)
+        if (j->opts[i] != j->arch && j->opts[i] != j->inc)
+            sl += (size_t)snprintf(j->settings + sl, sizeof j->settings - sl, "%s\n", j->opts[i]);
     /* the key: everything that decides the code */
     size_t slen = strlen(src);
     char *kbuf = malloc(slen + 2048);
@@ -1076,6 +1101,46 @@ static nnk_status jit_setup(cu_state *S, int cc, const char *src, const char *pr
     return NNK_OK;
 }
 
+/* The settings gate.  NVRTC keeps state of a compile's options in the
+ * process (13.0's --Ofast-compile=max changes every compile after it, so
+ * jit_setup never passes it), and compiles with different optimisation
+ * settings side by side are not known to be safe either.  Compiles with
+ * the same options but the arch and the headers (jit_job's settings) run
+ * together, as many as the threads that ask; a compile with other options
+ * waits until those running end.  The first compile
+ * to wait names the next group (gate_next); while one is named, a compile
+ * with the running options waits too, so neither group starves. */
+static void gate_enter(cu_state *S, const char *set)
+{
+    pthread_mutex_lock(&S->gate_lock);
+    bool waited = false;
+    for (;;) {
+        if (S->gate_active == 0 && (!S->gate_next[0] || strcmp(S->gate_next, set) == 0)) {
+            fmt(S->gate_set, sizeof S->gate_set, "%s", set);
+            S->gate_next[0] = 0;
+            break;
+        }
+        if (S->gate_active > 0 && !S->gate_next[0] && strcmp(S->gate_set, set) == 0)
+            break;
+        if (!S->gate_next[0] && strcmp(S->gate_set, set) != 0)
+            fmt(S->gate_next, sizeof S->gate_next, "%s", set);
+        waited = true;
+        pthread_cond_wait(&S->gate_cv, &S->gate_lock);
+    }
+    S->gate_active++;
+    S->gate_waits += waited;
+    S->compiles++;
+    pthread_mutex_unlock(&S->gate_lock);
+}
+
+static void gate_leave(cu_state *S)
+{
+    pthread_mutex_lock(&S->gate_lock);
+    if (--S->gate_active == 0)
+        pthread_cond_broadcast(&S->gate_cv);
+    pthread_mutex_unlock(&S->gate_lock);
+}
+
 /* The code of a job: from the disk cache, else from NVRTC (then stored). */
 static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix, const jit_job *j, char **image,
                                 size_t *size)
@@ -1085,7 +1150,9 @@ static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix
     size_t n = 0;
     if (!j->syntax_only && S->host->size >= offsetof(nnk_host_api, cache_load) + sizeof S->host->cache_load &&
         S->host->cache_load(j->key, suffix, &data, &n) == NNK_OK) {
+        pthread_mutex_lock(&S->gate_lock);
         S->disk_hits++;
+        pthread_mutex_unlock(&S->gate_lock);
         *image = data;
         *size = n;
         return NNK_OK;
@@ -1102,8 +1169,9 @@ static nnk_status nvrtc_compile(cu_state *S, const char *src, const char *prefix
     nvrtcResult r = S->nv.nvrtcCreateProgram(&prog, src, name, S->include_dir[0] ? 0 : 2, hdrs, hnames);
     if (r)
         return S->host->set_error(NNK_ECOMPILE, "%s: nvrtcCreateProgram: %s", S->ext, S->nv.nvrtcGetErrorString(r));
-    S->compiles++;
+    gate_enter(S, j->settings);
     r = S->nv.nvrtcCompileProgram(prog, nopts, (const char *const *)opts);
+    gate_leave(S);
     if (r) {
         size_t ln = 0;
         char *log = NULL;

@@ -94,6 +94,8 @@ typedef struct cu_state {
     int force, parts;
     bool fmad;                   /* NNK_CUDA_FMAD=1: NVRTC may contract a * b + c (--fmad=true) */
     bool force_ptx;              /* NNK_CUDA_PTX=1: PTX JIT by the driver, no cubins */
+    bool ofast_max;              /* tests/cuda/nvrtc_check only: opt_level 0 is --Ofast-compile=max
+                                  * (NVRTC 12.8+), which changes every later compile of the process */
     /* NVRTC, loaded at the first compile */
     pthread_mutex_t nvrtc_lock;
     bool nvrtc_tried;
@@ -103,6 +105,14 @@ typedef struct cu_state {
     int archs[64], narchs;
     char nvrtc_error[1024];
     char include_dir[1024];      /* holds cuda_fp16.h, or "" for nnk's built-in fallback headers */
+    /* NVRTC compiles with different options never run at once (cuda_core.c,
+     * "the settings gate"): the options of those running (gate_set, gate_active
+     * of them) and those a waiting compile has (gate_next, "" if none) */
+    pthread_mutex_t gate_lock;
+    pthread_cond_t gate_cv;
+    int gate_active;
+    unsigned long gate_waits;    /* compiles that waited for other options to end */
+    char gate_set[1400], gate_next[1400];
     /* loaded modules (memory cache) */
     pthread_mutex_t mod_lock;
     cu_module *modules;
@@ -110,13 +120,13 @@ typedef struct cu_state {
     /* cubins the driver refused, loaded as PTX it compiled instead */
     unsigned long ptx_fallbacks;
     char fallback_why[256];
-    char status_buf[2048];       /* cu_status's text */
 } cu_state;
 
 nnk_status cu_init(const nnk_host_api *host, const char *ext, cu_state **out);
 void cu_fini(cu_state *S);
 /* The devices (or why none), the NVRTC in use against the driver, and
- * the modules the driver compiled from PTX because it refused a cubin. */
+ * the modules the driver compiled from PTX because it refused a cubin; in
+ * a buffer of the calling thread, valid until its next call. */
 const char *cu_status(cu_state *S);
 /* The CUDA error's name and text, "CUDA_ERROR_X: text". */
 const char *cu_error_text(cu_state *S, CUresult r, char *buf, size_t n);

@@ -64,7 +64,6 @@ typedef struct dnn_state {
     pthread_mutex_t lock;      /* the counters */
     dnn_device *devs;          /* per device */
     unsigned long by_cudnn, by_cuda, shapes_made;
-    char status[2048];
 } dnn_state;
 
 static void load_cudnn(dnn_state *D)
@@ -167,15 +166,18 @@ static void fini(void *state)
     free(D);
 }
 
+/* In a buffer of the calling thread, as cu_status's. */
+static _Thread_local char status_buf[3072];
+
 static const char *status(void *state)
 {
     dnn_state *D = state;
     pthread_mutex_lock(&D->lock);
-    snprintf(D->status, sizeof D->status, "%s%s; %lu reduction%s by cuDNN (%lu shape%s described), %lu by generated CUDA; %s",
+    snprintf(status_buf, sizeof status_buf, "%s%s; %lu reduction%s by cuDNN (%lu shape%s described), %lu by generated CUDA; %s",
              D->why, D->usable ? "" : " (contexts fall back to cuda)", D->by_cudnn, D->by_cudnn == 1 ? "" : "s",
              D->shapes_made, D->shapes_made == 1 ? "" : "s", D->by_cuda, cu_status(D->cu));
     pthread_mutex_unlock(&D->lock);
-    return D->status;
+    return status_buf;
 }
 
 /* NNabla's backend list for cudnn: cudnn:T, cuda:T, cpu:float. */
