@@ -161,6 +161,16 @@ void emit_convert(Type from, Type to, const char *v, Buf *out)
 
 /* Reads a storage value (expression `v` of C type stype(storage)) as the
  * compute value of `logical`. */
+/* emit_load's value of a 16-bit float element v already widened to float
+ * (nnk_h2f / nnk_b2f of it: a row kept on chip holds them so). */
+static void emit_load_float(Type storage, Type logical, const char *v, Buf *out)
+{
+    if (logical == storage)
+        buf_puts(out, v);
+    else
+        emit_convert(T_F32, logical, v, out);
+}
+
 void emit_load(Type storage, Type logical, const char *v, Buf *out)
 {
     Buf tmp = {0};
@@ -322,7 +332,10 @@ void emit_expr(const EmitAccess *ac, int id, Buf *out)
         nnkc_assert(p);
         Buf acc = {0};
         ac->operand(ac, n->aux, &acc);
-        emit_load(p->storage, p->type, acc.data, out);
+        if (ac->cached && ac->cached[n->aux])
+            emit_load_float(p->storage, p->type, acc.data, out);
+        else
+            emit_load(p->storage, p->type, acc.data, out);
         buf_free(&acc);
         break;
     }
@@ -1213,7 +1226,14 @@ void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *
             continue;
         if (args.len)
             buf_puts(&args, ", ");
-        ac->operand(ac, op, &args);
+        if (ac->cached && ac->cached[op]) { /* the function takes the element as stored: exact */
+            Buf v = {0};
+            ac->operand(ac, op, &v);
+            emit_store(o->storage[op], o->storage[op], v.data, &args);
+            buf_free(&v);
+        } else {
+            ac->operand(ac, op, &args);
+        }
     }
     for (int i = 0; i < k->nnodes; i++)
         if (e->arg[i])
@@ -1255,6 +1275,12 @@ static void dev_operand(const EmitAccess *ac, int op, Buf *out)
         else
             buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op);
         break;
+    case DEV_SROW:
+        if (((const EmitDevRow *)m)->row[op])
+            buf_printf(out, "sh%d[r]", op);
+        else
+            buf_printf(out, "g%d[b[%d] + ro[%d]]", op, op, op);
+        break;
     }
 }
 
@@ -1268,8 +1294,14 @@ EmitAccess emit_dev_access(const EmitOperands *o, const EmitDevAccess *m)
 {
     EmitAccess ac = {.k = o->k, .operand = dev_operand, .idx = "idx", .n = "n_red", .red_fmt = "f->r%d",
                      .plan = m->t->plan, .raw_args = m->t->raw_args, .raw_data = m->t->raw_data, .user = m};
-    if (m->mode == DEV_SLICE || m->mode == DEV_ROW)
+    if (m->mode == DEV_SLICE || m->mode == DEV_ROW || m->mode == DEV_SROW)
         ac.idx = arena_printf(o->c->arena, "(b[%d] + ro[%d])", o->nops, o->nops);
+    if (m->mode == DEV_ROW || m->mode == DEV_SROW) { /* its f16/bf16 elements are kept as floats */
+        uint8_t *cached = nnkc_scratch((size_t)o->nops + 1);
+        for (int op = 0; op < o->nops; op++)
+            cached[op] = ((const EmitDevRow *)m)->row[op] && (o->storage[op] == T_F16 || o->storage[op] == T_BF16);
+        ac.cached = cached;
+    }
     return ac;
 }
 

@@ -163,22 +163,61 @@ static int row_operands(const EmitOperands *o, uint8_t *row)
     return slots >= ROW_SLOTS_MIN ? slots : 0;
 }
 
-/* The row kernels' keys: the row's fields, its loads and pointers. */
-static void row_keys(Compiler *c, const EmitOperands *o, const uint8_t *row, int slots, TDict *d)
+/* The row kernels' keys: the row's fields, its loads and pointers, in
+ * registers (NAME__rd_row) and in shared memory (NAME__rd_srow); returns
+ * the shared row's part of NAME__cu_sizes' flags. */
+static int row_keys(Compiler *c, const EmitOperands *o, const uint8_t *row, int slots, TDict *d)
 {
     Buf fields = {0}, loads = {0}, ptrs = {0};
     for (int op = 0; op < o->nops; op++) {
         if (!row[op])
             continue;
-        const char *t = stype(o->storage[op]);
-        buf_printf(&fields, "%s c%d[%d];\n", t, op, slots);
+        /* f16/bf16 elements are kept widened to float (the passes read
+         * them as they are: emit_dev_access's `cached`) */
+        Type st = o->storage[op];
+        bool wide = st == T_F16 || st == T_BF16;
+        const char *t = stype(st);
+        buf_printf(&fields, "%s c%d[%d];\n", wide ? "float" : t, op, slots);
         buf_printf(&ptrs, "const %s *__restrict__ g%d = (const %s *)p.data[%d];\n", t, op, t, op);
-        buf_printf(&loads, "rc->c%d[j] = g%d[b[%d] + ro[%d]];\n", op, op, op, op);
+        buf_printf(&loads, "rc->c%d[j] = %sg%d[b[%d] + ro[%d]]%s;\n", op, !wide ? "" : st == T_F16 ? "nnk_h2f(" : "nnk_b2f(",
+                   op, op, op, wide ? ")" : "");
     }
+    /* the row in shared memory (NAME__rd_srow): an array of p.nreduced
+     * elements an input, each at a 16-byte boundary, in operand order */
+    Buf sptrs = {0}, scptrs = {0}, sloads = {0};
+    int bytes = 0, inputs = 0;
+    buf_puts(&sptrs, "size_t so_ = 0;\n");
+    buf_puts(&scptrs, "size_t so_ = 0;\n");
+    for (int op = 0; op < o->nops; op++) {
+        if (!row[op])
+            continue;
+        Type st = o->storage[op];
+        bool wide = st == T_F16 || st == T_BF16;
+        const char *t = wide ? "float" : stype(st);
+        int size = wide ? 4 : type_info[st].bits / 8;
+        bytes += size;
+        inputs++;
+        for (int cst = 0; cst < 2; cst++)
+            buf_printf(cst ? &scptrs : &sptrs,
+                       "%s%s *__restrict__ sh%d = (%s%s *)(dsh + so_);\n"
+                       "so_ += ((size_t)p.nreduced * %d + 15) & ~(size_t)15;\n",
+                       cst ? "const " : "", t, op, cst ? "const " : "", t, size);
+        buf_printf(&sloads, "sh%d[r] = %sg%d[b[%d] + r * p.strides[%d][p.ndim - 1]]%s;\n", op,
+                   !wide ? "" : st == T_F16 ? "nnk_h2f(" : "nnk_b2f(", op, op, op, wide ? ")" : "");
+    }
+    buf_puts(&sptrs, "(void)so_;\n");
+    buf_puts(&scptrs, "(void)so_;\n");
+    tsetf(d, "srow_bytes", "%d", bytes);
+    tset(d, "srow_ptrs", emit_str(c, &sptrs));
+    tset(d, "srow_cptrs", emit_str(c, &scptrs));
+    tset(d, "srow_loads", emit_str(c, &sloads));
     tsetf(d, "row_slots", "%d", slots);
     tset(d, "row_fields", emit_str(c, &fields));
     tset(d, "row_loads", emit_str(c, &loads));
     tset(d, "row_ptrs", emit_str(c, &ptrs));
+    /* NAME__cu_sizes' flags: the bytes of an element of the shared row in
+     * bits 16-23, its inputs in bits 24-27 */
+    return bytes << 16 | inputs << 24;
 }
 
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
@@ -188,14 +227,13 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
     uint8_t *row = nnkc_scratch((size_t)o->nops + 1);
     int slots = row_operands(o, row);
     tbool(d, "row", slots > 0);
-    if (slots)
-        row_keys(c, o, row, slots, d);
+    int sflags = slots ? row_keys(c, o, row, slots, d) : 0;
     /* NAME__cu_sizes' last entry: 1 = argmax/argmin, the row kernels' slots
      * a thread in bits 8-15 */
-    tsetf(d, "cu_flags", "%d", (emit_has_arg(k) ? 1 : 0) | slots << 8);
+    tsetf(d, "cu_flags", "%d", (emit_has_arg(k) ? 1 : 0) | slots << 8 | sflags);
     EmitDevAccess cm = {DEV_SLICE, &cu_target};
-    EmitDevRow rm = {{DEV_ROW, &cu_target}, row};
-    EmitAccess cac = emit_dev_access(o, &cm), rac = emit_dev_access(o, &rm.m);
+    EmitDevRow rm = {{DEV_ROW, &cu_target}, row}, sm = {{DEV_SROW, &cu_target}, row};
+    EmitAccess cac = emit_dev_access(o, &cm), rac = emit_dev_access(o, &rm.m), sac = emit_dev_access(o, &sm.m);
     emit_combine_keys(o, "p.", &cac, d);
     emit_fin_fields(o, d);
 
@@ -224,6 +262,13 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
             /* the offsets in the slice, for what is not on chip (other
              * operands, idx); NVVM warns of an array set and never read */
             tbool(P, "row_ro", strstr(body, "ro[") || strstr(step, "ro["));
+            /* and from shared memory (NAME__sacc) */
+            TDict *R = tdict_new(c->arena);
+            emit_red_phase(o, &sac, "p.", ph, R);
+            const char *sbody = tget(R, "elem_body"), *sstep = tget(R, "step_code");
+            tset(P, "srow_elem_body", sbody);
+            tset(P, "srow_step_code", sstep);
+            tbool(P, "srow_ro", strstr(sbody, "ro[") || strstr(sstep, "ro["));
             Buf rptrs = {0};
             pointers(o, need, false, row, &rptrs);
             tset(P, "row_phase_ptrs", rptrs.data ? emit_str(c, &rptrs) : "");
@@ -258,6 +303,9 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         TDict *Q = tdict_new(c->arena);
         emit_dev_epilogue(o, &rac, Q);
         tset(d, "row_epi_body", tget(Q, "epi_body"));
+        TDict *R = tdict_new(c->arena);
+        emit_dev_epilogue(o, &sac, R);
+        tset(d, "srow_epi_body", tget(R, "epi_body"));
         Buf rptrs = {0};
         pointers(o, need, true, row, &rptrs);
         tset(d, "row_epi_ptrs", emit_str(c, &rptrs));

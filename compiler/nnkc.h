@@ -603,6 +603,7 @@ typedef struct EmitAccess {
     const char *plan;     /* the nnk_plan pointer (raw parameters, index(d)); NULL: "p" */
     const char *raw_args; /* what the raw helpers take first; NULL: plan (OpenCL: the views and the error) */
     const char *raw_data; /* printf format of raw operand %d's typed pointer; NULL: plan->raw[r].data cast */
+    const uint8_t *cached; /* per operand, or NULL: `operand` writes the f16/bf16 element as a float (a row kept on chip) */
     const void *user;
 } EmitAccess;
 
@@ -722,7 +723,7 @@ void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *
  * kernels' operand addressing (gK through a vector element, at i, at the
  * plan's offsets, in a slice), an elementwise instance's loop bodies, a
  * reduction's finals and epilogue. */
-typedef enum { DEV_VEC, DEV_FLAT, DEV_OFF, DEV_SLICE, DEV_ROW } EmitDevMode;
+typedef enum { DEV_VEC, DEV_FLAT, DEV_OFF, DEV_SLICE, DEV_ROW, DEV_SROW } EmitDevMode;
 typedef struct EmitDevTarget {
     const char *vec;                        /* printf format of operand %d's vector element: "l%d.e[j]" */
     const char *plan, *raw_args, *raw_data; /* EmitAccess's (raw views, index(d)) */
@@ -733,7 +734,8 @@ typedef struct EmitDevAccess {
     const EmitDevTarget *t;
 } EmitDevAccess;
 /* DEV_ROW's access (m.mode DEV_ROW): the operands `row` marks are read
- * from the row kept on chip, rc.cK[j]; the others as DEV_SLICE. */
+ * from the row kept on chip, rc.cK[j] (DEV_SROW: from the row in shared
+ * memory, shK[r]); the others as DEV_SLICE. */
 typedef struct EmitDevRow {
     EmitDevAccess m;
     const uint8_t *row;

@@ -69,8 +69,8 @@ PLAN_ERANGE = 6  # templates/c/plan.h: NAME_strided's index out of range
 
 BLOCKS = (32, 64, 256)
 GRIDS = (1, 3, 0)
-FORCES = (0, 1, 2, 3, 4, 5, 6)  # 5, 6: warp and block per output with the row on chip
-ROW_TWIN = {5: 4, 6: 1}  # ... which give the bits of these (same block and grid cap)
+FORCES = (0, 1, 2, 3, 4, 5, 6, 7)  # 5, 6: warp and block per output with the row on chip; 7: in shared memory
+ROW_TWIN = {5: 4, 6: 1, 7: 1}  # ... which give the bits of these (same block and grid cap)
 EW_COMBOS = [(b, g, f) for f in (0, 1) for b in BLOCKS for g in GRIDS]  # f 1: 64-bit strided offsets
 RD_COMBOS = [(b, g, f) for f in FORCES for b in BLOCKS for g in GRIDS]
 
@@ -230,7 +230,8 @@ def compare(k, outs, emu_outs, inputs, nred, combo, where=None, math_ulp=0):
     """outs: the C results; emu_outs: the others'.  math_ulp: the ulp
     allowed for elementwise float results (0: bit for bit; a GPU's libm
     differs from the host's)."""
-    paths = (["chosen", "block", "thread", "split", "warp", "warp row on chip", "block row on chip"] if k.reduction
+    paths = (["chosen", "block", "thread", "split", "warp", "warp row on chip", "block row on chip",
+              "block row in shared memory"] if k.reduction
              else ["chosen", "64-bit offsets"])
     what = where or "%s under emulation (block %d, grid cap %s, path %s)" % (
         k.name, combo[0], combo[1] or "none", paths[combo[2]])

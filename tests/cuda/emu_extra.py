@@ -131,6 +131,43 @@ def test_row_on_chip():
     C.check(E.Stats.row_twins > before, "no row-kernel result was compared with its twin")
 
 
+def test_row_in_shared():
+    """Rows past rd_row's registers kept in shared memory (rd_srow, NNK_CUDA_FORCE 7) give
+    rd_block's bits (emu_conformance.row_twins) at the edges of the emulated 48 KB (4 bytes an
+    element and 16 an input: 12284 f32 elements of one input, 6140 of two; a row longer is
+    refused and rd_block runs alone), bf16 kept as floats, strided rows, and a launcher of
+    more shared memory (NNK_EMU_SHARED, the opt-in) or none (0: always refused)."""
+    before, skipped = E.Stats.row_twins, E.Stats.row_skipped
+    every = E.RD_COMBOS
+    E.RD_COMBOS = [c for c in every if c[2] in (1, 7) and c[1] != 3]  # rd_srow and its twin
+    try:
+        for n in (4097, 12284, 12285):
+            x = rng.standard_normal((2, n)).astype(np.float32)
+            M().softmax_f32(x, axes=1)
+            M().layernorm(x, axes=1)
+        M().softmax_bf16(C.bf16(rng.standard_normal((2, 12284)).astype(np.float32)), axes=1)
+        for n in (6140, 6141):
+            x = rng.standard_normal((2, n)).astype(np.float32)
+            w = rng.standard_normal((2, n)).astype(np.float32)
+            M().centre_f32(x, w, axes=1)
+        M().centre_f64(rng.standard_normal((2, 3000)), rng.standard_normal((2, 3000)), axes=1)
+        xs = rng.standard_normal((2, 2 * 5000)).astype(np.float32)
+        M().softmax_f32(xs[:, ::2], axes=1)  # strided rows
+        C.check(E.Stats.row_twins > before, "no rd_srow result was compared with rd_block's")
+        C.check(E.Stats.row_skipped > skipped, "the rows past 48 KB were not refused")
+        os.environ["NNK_EMU_SHARED"] = str(4 * 20000 + 16)
+        twins = E.Stats.row_twins
+        M().softmax_f32(rng.standard_normal((2, 20000)).astype(np.float32), axes=1)
+        C.check(E.Stats.row_twins > twins, "a row of 20000 with 80 KB of shared memory (the opt-in)")
+        os.environ["NNK_EMU_SHARED"] = "0"
+        skipped = E.Stats.row_skipped
+        M().softmax_f32(rng.standard_normal((2, 4097)).astype(np.float32), axes=1)
+        C.check(E.Stats.row_skipped > skipped, "rd_srow without shared memory was not refused")
+    finally:
+        os.environ.pop("NNK_EMU_SHARED", None)
+        E.RD_COMBOS = every
+
+
 def test_split_tree_merge():
     """The split's parts merged by rd_fin's tree: NNK_EMU_PARTS forces more
     parts than a block has threads (each thread then folds several), one

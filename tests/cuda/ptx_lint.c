@@ -232,8 +232,10 @@ static int lint_fn(fn *f, const char *label, const char *kname, size_t klen, FIL
     int found = 0, in_loop = 0;
     /* NAME__rd_row keeps the row in a register array: local memory there
      * means it was indexed at run time (or spilled), and each phase reads
-     * the row from a stack frame instead */
-    bool row_kernel = klen > 8 && memcmp(kname + klen - 8, "__rd_row", 8) == 0;
+     * the row from a stack frame instead; NAME__rd_srow (the row in shared
+     * memory) has none either */
+    bool row_kernel = (klen > 8 && memcmp(kname + klen - 8, "__rd_row", 8) == 0) ||
+                      (klen > 9 && memcmp(kname + klen - 9, "__rd_srow", 9) == 0);
     for (int i = 0; i < f->n; i++) {
         in_loop += depth[i];
         const char *t = f->st[i].text;

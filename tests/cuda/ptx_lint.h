@@ -9,7 +9,7 @@
  *  - a memory access through a register that nothing defines;
  *  - local memory (ld.local, st.local) in a NAME__rd_row kernel, whose
  *    row array must stay in registers (docs/cuda-backend.md, "The row on
- *    chip").
+ *    chip"), or in a NAME__rd_srow kernel (the row in shared memory).
  *
  * ptx_lint prints one line per finding, "LABEL: kernel K: ..." (at most
  * 20 per kernel), counts kernels in *nkernels, and returns the number of

@@ -432,12 +432,13 @@ static void test_row_source(void)
         const char *field;      /* the row's array */
         const char *cached[2];  /* loaded by rowload only */
         const char *other[2];   /* still loaded by the epilogue */
-        const char *flags;      /* NAME__cu_sizes' last entry */
+        const char *flags;      /* NAME__cu_sizes' last entry: slots << 8 | shared row bytes << 16 | inputs << 24 */
     } c[] = {
-        {"softmax", T_F32, "float c0[16];", {"g0["}, {NULL}, "4096,"},
-        {"softmax", T_F16, "uint16_t c0[16];", {"g0["}, {NULL}, "4096,"},
-        {"ln", T_NONE, "float c0[16];", {"g0["}, {"g1[", "g2["}, "4096,"},
-        {"wsum", T_NONE, "double c1[8];", {"g0[", "g1["}, {NULL}, "2048,"}, /* two f64 inputs: 8 slots */
+        {"softmax", T_F32, "float c0[16];", {"g0["}, {NULL}, "17043456,"},
+        {"softmax", T_F16, "float c0[16];", {"g0["}, {NULL}, "17043456,"}, /* kept as floats */
+        {"softmax", T_BF16, "float c0[16];", {"g0["}, {NULL}, "17043456,"},
+        {"ln", T_NONE, "float c0[16];", {"g0["}, {"g1[", "g2["}, "17043456,"},
+        {"wsum", T_NONE, "double c1[8];", {"g0[", "g1["}, {NULL}, "34605056,"}, /* two f64 inputs: 8 slots */
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         char *code = cuda_of(src, c[i].kernel, c[i].t);
@@ -455,18 +456,23 @@ static void test_row_source(void)
         char name[160] = "";
         if (k)
             snprintf(name, sizeof name, "%.*s", (int)(k - n0), n0);
-        static const char *const passes[] = {"__racc1", "__racc2", "__repi"};
-        for (size_t p = 0; p < 3; p++) {
+        /* the row in registers (racc, repi) and in shared memory (sacc, sepi) */
+        static const char *const passes[] = {"__racc1", "__racc2", "__repi", "__sacc1", "__sacc2", "__sepi"};
+        for (size_t p = 0; p < 6; p++) {
             char fn[200];
             snprintf(fn, sizeof fn, "%s%s", name, passes[p]);
             char *t = function_text(code, fn);
-            if (!t && p == 1)
+            if (!t && p % 3 == 1)
                 continue; /* one phase */
             CHECK(t != NULL, "%s: %s is there", c[i].kernel, fn);
             for (int j = 0; t && j < 2 && c[i].cached[j]; j++)
                 CHECK(!strstr(t, c[i].cached[j]), "%s: %s reads %s from global memory", c[i].kernel, fn,
                       c[i].cached[j]);
-            for (int j = 0; t && p == 2 && j < 2 && c[i].other[j]; j++)
+            /* f16/bf16 elements were widened once, in rowload */
+            CHECK(t && !strstr(t, "nnk_h2f(rc") && !strstr(t, "nnk_b2f(rc") && !strstr(t, "nnk_h2f(sh") &&
+                      !strstr(t, "nnk_b2f(sh"),
+                  "%s: %s converts the kept row again", c[i].kernel, fn);
+            for (int j = 0; t && p % 3 == 2 && j < 2 && c[i].other[j]; j++)
                 CHECK(strstr(t, c[i].other[j]), "%s: %s loads %s itself", c[i].kernel, fn, c[i].other[j]);
             free(t);
         }
@@ -475,6 +481,19 @@ static void test_row_source(void)
         char *t = function_text(code, rl);
         for (int j = 0; j < 2 && c[i].cached[j]; j++)
             CHECK(t && strstr(t, c[i].cached[j]), "%s: rowload loads %s", c[i].kernel, c[i].cached[j]);
+        if (c[i].t == T_F16 || c[i].t == T_BF16)
+            CHECK(t && strstr(t, c[i].t == T_F16 ? "= nnk_h2f(g0[" : "= nnk_b2f(g0["), "%s: rowload widens to float",
+                  c[i].kernel);
+        free(t);
+        /* rd_srow loads the kept inputs into shared memory, once */
+        snprintf(rl, sizeof rl, "%s__rd_srow", name);
+        t = function_text(code, rl);
+        for (int j = 0; j < 2 && c[i].cached[j]; j++) {
+            char sh[16];
+            snprintf(sh, sizeof sh, "sh%c[r] = ", c[i].cached[j][1]);
+            CHECK(t && strstr(t, sh) && strstr(t, c[i].cached[j]), "%s: rd_srow loads %s into %s", c[i].kernel,
+                  c[i].cached[j], sh);
+        }
         free(t);
         free(code);
     }
@@ -890,9 +909,13 @@ typedef struct {
     int n;
     char name[8][64];
     unsigned gx[8], block[8];
+    size_t shmem[8];
     nnk_cuda_args args[8];
     int has_warp;
 } fake_gpu;
+
+static int fake_launch_shm(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, size_t shmem,
+                           const nnk_cuda_args *a);
 
 static int fake_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
 {
@@ -902,10 +925,21 @@ static int fake_launch(void *user, const char *name, unsigned gx, unsigned gy, u
         snprintf(g->name[g->n], sizeof g->name[0], "%s", name);
         g->gx[g->n] = gx;
         g->block[g->n] = block;
+        g->shmem[g->n] = 0;
         g->args[g->n] = *a;
     }
     g->n++;
     return 0;
+}
+
+static int fake_launch_shm(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, size_t shmem,
+                           const nnk_cuda_args *a)
+{
+    fake_gpu *g = user;
+    int rc = fake_launch(user, name, gx, gy, block, a);
+    if (g->n <= 8)
+        g->shmem[g->n - 1] = shmem;
+    return rc;
 }
 static void *fake_alloc(void *user, size_t bytes)
 {
@@ -975,6 +1009,67 @@ static int run_rows(fake_gpu *g, const nnk_plan *p, int force, int slots, int ha
     char err[256];
     g->n = 0;
     return nnk_cuda_dispatch("k", 1, &sz, p, &L, err, sizeof err);
+}
+
+/* The row in shared memory (rd_srow): `bytes` an element, `inputs` arrays,
+ * max_shared bytes of dynamic shared memory (0: a launcher without it). */
+static int run_srow(fake_gpu *g, const nnk_plan *p, int force, int bytes, int inputs, size_t max_shared)
+{
+    nnk_cuda_sizes sz = {.nphases = 2, .finals_size = 8, .state_size = {4, 4}, .row_slots = 16, .row_bytes = bytes,
+                         .row_inputs = inputs};
+    nnk_cuda_launcher L = {.user = g, .launch = fake_launch, .launch_shm = max_shared ? fake_launch_shm : NULL,
+                           .max_shared = max_shared, .alloc = fake_alloc, .release = fake_release, .has = fake_has,
+                           .num_sms = 132, .force = force};
+    char err[256];
+    g->n = 0;
+    return nnk_cuda_dispatch("k", 1, &sz, p, &L, err, sizeof err);
+}
+
+/* Rows past rd_row's registers: in shared memory while they fit (n *
+ * bytes + 16 an input), rd_block's grid; longer, or without the launcher's
+ * shared memory: rd_block, read per phase. */
+static void test_dispatch_srow(void)
+{
+    fake_gpu g = {.has_warp = 1};
+    nnk_plan p;
+    static const struct {
+        int64_t kept, n;
+        int bytes, inputs;
+        size_t max;
+        const char *kernel;
+    } c[] = {
+        {10000, 4096, 4, 1, 49152, "k__rd_row"},    {10000, 4097, 4, 1, 49152, "k__rd_srow"},
+        {10000, 12284, 4, 1, 49152, "k__rd_srow"},  /* 4 * 12284 + 16 = 48 KB */
+        {10000, 12285, 4, 1, 49152, "k__rd_block"}, {10000, 6140, 8, 2, 49152, "k__rd_srow"}, /* two inputs */
+        {10000, 6141, 8, 2, 49152, "k__rd_block"},  {10000, 58108, 4, 1, 232448, "k__rd_srow"}, /* opt-in */
+        {10000, 58109, 4, 1, 232448, "k__rd_block"}, {10000, 4097, 4, 1, 0, "k__rd_block"}, /* no shared launch */
+        {10000, 4097, 0, 0, 49152, "k__rd_block"},  /* code without rd_srow */
+        {4, 100000, 4, 1, 1 << 20, "k__rd_part"},   /* few long rows: the split */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        int64_t shape[2] = {c[i].kept, c[i].n};
+        fake_plan(&p, 2, shape, NULL, 1);
+        int rc = run_srow(&g, &p, 0, c[i].bytes, c[i].inputs, c[i].max);
+        size_t want = strcmp(c[i].kernel, "k__rd_srow") == 0 ? (size_t)c[i].n * (size_t)c[i].bytes + 16u * (size_t)c[i].inputs : 0;
+        CHECK(rc == 0 && strcmp(g.name[0], c[i].kernel) == 0 && g.shmem[0] == want &&
+                  (want == 0 || g.block[0] == 256),
+              "%lld rows of %lld, %d bytes an element, %zu bytes of shared memory: %s with %zu bytes (want %s with %zu)",
+              (long long)c[i].kept, (long long)c[i].n, c[i].bytes, c[i].max, g.name[0], g.shmem[0], c[i].kernel, want);
+    }
+    /* forced (NNK_CUDA_FORCE=7): refused where the row does not fit */
+    int64_t shape[2] = {10, 12285};
+    fake_plan(&p, 2, shape, NULL, 1);
+    CHECK(run_srow(&g, &p, 7, 4, 1, 49152) != 0, "rd_srow forced past its shared memory");
+    shape[1] = 100;
+    fake_plan(&p, 2, shape, NULL, 1);
+    CHECK(run_srow(&g, &p, 7, 4, 1, 49152) == 0 && strcmp(g.name[0], "k__rd_srow") == 0 && g.shmem[0] == 416,
+          "rd_srow forced on a short row: %s", g.name[0]);
+    CHECK(run_srow(&g, &p, 7, 0, 0, 49152) != 0, "rd_srow forced into code without it");
+    int64_t three[3] = {1000, 80, 80};
+    fake_plan(&p, 3, three, NULL, 2);
+    CHECK(run_srow(&g, &p, 7, 4, 1, 49152) != 0 && run_srow(&g, &p, 0, 4, 1, 49152) == 0 &&
+              strcmp(g.name[0], "k__rd_srow") != 0,
+          "two reduced dims: not rd_srow (%s)", g.name[0]);
 }
 
 static void test_dispatch_rows(void)
@@ -1220,6 +1315,7 @@ int main(void)
     test_reduce_op();
     test_dispatch();
     test_dispatch_rows();
+    test_dispatch_srow();
     test_row_source();
     test_rect_plan();
     test_extensions();

@@ -50,7 +50,8 @@ struct Emu {
     const char *name;
 };
 
-int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+int emu_launch_shm(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, size_t shmem,
+                   const nnk_cuda_args *a)
 {
     Emu *e = static_cast<Emu *>(user);
     void *fn = dlsym(self_handle(), name);
@@ -60,11 +61,16 @@ int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned 
     }
     void *params[1] = {const_cast<nnk_cuda_args *>(a)};
     /* (with raw views, a is the head of the dispatch's nnk_cuda_rargs) */
-    int st = cudaemu_launch_kernel(name, (cudaemu_kernel_fn)fn, gx, gy, 1, block, 1, 1, 0, params,
+    int st = cudaemu_launch_kernel(name, (cudaemu_kernel_fn)fn, gx, gy, 1, block, 1, 1, shmem, params,
                                    e->raw ? sizeof(nnk_cuda_rargs) : sizeof *a);
     if (st != CUDAEMU_OK)
         snprintf(e->err, e->errlen, "%s: %s", name, cudaemu_last_error());
     return st;
+}
+
+int emu_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+{
+    return emu_launch_shm(user, name, gx, gy, block, 0, a);
 }
 
 /* Kernels of the shared object by suffix (the dispatch asks for rd_warp). */
@@ -115,12 +121,19 @@ extern "C" int nnk_emu_strided(const char *name, int reduction, int nin, int nou
         for (int i = 0; i < s[0] && i < 64; i++)
             sizes.state_size[i] = s[2 + i];
         sizes.row_slots = s[0] >= 0 && s[0] <= 64 ? (s[2 + s[0]] >> 8) & 0xff : 0;
+        sizes.row_bytes = s[0] >= 0 && s[0] <= 64 ? (s[2 + s[0]] >> 16) & 0xff : 0;
+        sizes.row_inputs = s[0] >= 0 && s[0] <= 64 ? (s[2 + s[0]] >> 24) & 0xf : 0;
     }
     Emu e = {err, errlen, raw != nullptr, name};
     nnk_cuda_launcher L;
     memset(&L, 0, sizeof L);
     L.user = &e;
     L.launch = emu_launch;
+    /* NAME__rd_srow's dynamic shared memory: 48 KB, a device without the
+     * opt-in (NNK_EMU_SHARED: bytes; 0: no rd_srow) */
+    L.launch_shm = emu_launch_shm;
+    const char *shared = getenv("NNK_EMU_SHARED");
+    L.max_shared = shared ? strtoul(shared, nullptr, 10) : 48 * 1024;
     L.alloc = emu_alloc;
     L.release = emu_release;
     L.num_sms = 4;

@@ -10,9 +10,16 @@ through the cuda extension (nnkrt, libnnk):
   ptx      the PTX JIT fallback (NNK_CUDA_PTX=1 in a child process: the
            driver compiles NVRTC's PTX), and the status says so;
   cudnn    a plain sum through the cudnn extension, and its status counts
-           it as run by cuDNN.
+           it as run by cuDNN;
+  rows     softmax and layer norm over 600 rows on each side of the
+           kernels' boundaries (rd_row's registers to 4096, rd_srow's shared
+           memory to 48 KB and to the opt-in limit, rd_block past it),
+           f16 and bf16 rows (kept as floats), against numpy;
+  levels   the same module at opt_level 0 and 2 compiled by two threads at
+           once (the NVRTC settings gate), identical results, and the
+           extension's status asked from several threads.
 
-    gpu_extra.py [--ext cuda|cpu] [PART...]     (default: every part)
+    gpu_extra.py [--ext cuda|cpu] [PART...]     (default: big to cudnn)
 
 --ext cpu runs the parts on the cpu extension with small sizes (a dry run
 of this script without a GPU; ptx and cudnn are skipped there).  Exit 0
@@ -34,6 +41,8 @@ reduction isum(x: i8[]) -> (r: i64) { r = sum(i64(x)); }
 elementwise scale<T: float>(x: T[], a: T) -> (y: T[]) { y = a * x; }
 reduction rsum<T: float>(x: T[]) -> (r: T) { r = sum(x); }
 reduction softmax<T: float>(x: T[]) -> (y: T[]) { let m = max(x); let s = sum(exp(x - m)); y = exp(x - m) / s; }
+reduction layernorm(x: f32[], g: f32[], b: f32[]) -> (y: f32[]) {
+    let m = mean(x); let v = mean((x - m) * (x - m)); y = (x - m) * rsqrt(v + 1e-5) * g + b; }
 """
 
 EXT = "cuda"
@@ -169,13 +178,79 @@ def part_cudnn(rt):
           "cuDNN ran the sum (status: %d -> %d reductions by cuDNN)" % (count(before), count(after)))
 
 
+def part_rows(rt, ctx, m):
+    rng = np.random.default_rng(5)
+    rows = 600 if EXT != "cpu" else 2
+    # (4097: past the registers; 12285: past 48 KB; 57000 and 60000: either
+    # side of an H200's opt-in 227 KB)
+    for n in ((4096, 4097, 12285, 57000, 60000) if EXT != "cpu" else (4097, 12285)):
+        x = rng.standard_normal((rows, n)).astype(np.float32)
+        d = rt.from_numpy(ctx, x)
+        y = rt.launch(m.kernel("softmax"), [d], axes=[1])[0]
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        want = e / e.sum(axis=1, keepdims=True)
+        check(np.allclose(rt.to_numpy(y), want, rtol=1e-4, atol=1e-9), "softmax of %d rows of %d" % (rows, n))
+        g = rt.from_numpy(ctx, np.full(n, 1.5, np.float32))
+        b = rt.from_numpy(ctx, np.full(n, 0.25, np.float32))
+        z = rt.launch(m.kernel("layernorm"), [d, g, b], axes=[1])[0]
+        x64 = x.astype(np.float64)
+        mu = x64.mean(axis=1, keepdims=True)
+        ln = (x64 - mu) / np.sqrt(((x64 - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5) * 1.5 + 0.25
+        check(np.allclose(rt.to_numpy(z), ln, rtol=1e-4, atol=1e-4), "layer norm of %d rows of %d" % (rows, n))
+        for a in (y, z, g, b, d):
+            rt.free(a)
+    for dt, n in (("f16", 3000), ("f16", 12285)):
+        x = rng.standard_normal((rows, n)).astype(np.float16)
+        d = rt.from_numpy(ctx, x)
+        y = rt.launch(m.kernel("softmax"), [d], axes=[1])[0]
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True).astype(np.float64))
+        want = e / e.sum(axis=1, keepdims=True)
+        check(np.allclose(rt.to_numpy(y).astype(np.float64), want, rtol=2e-3, atol=1e-7),
+              "softmax<%s> of %d rows of %d" % (dt, rows, n))
+        rt.free(y)
+        rt.free(d)
+
+
+def part_levels(rt, ctx):
+    out, errors = {}, []
+
+    def work(level):
+        try:
+            mod = rt.module(ctx, SRC, "name=levels%d.nnk opt_level=%d" % (level, level))
+            x = np.random.default_rng(9).standard_normal((700, 2000)).astype(np.float32)
+            d = rt.from_numpy(ctx, x)
+            y = rt.launch(mod.kernel("softmax"), [d], axes=[1])[0]
+            out[level] = rt.to_numpy(y)
+            rt.free(y)
+            rt.free(d)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append("opt_level %d: %s" % (level, e))
+
+    th = [threading.Thread(target=work, args=(lv,)) for lv in (0, 2)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    check(not errors and 0 in out and 2 in out and out[0].tobytes() == out[2].tobytes(),
+          "softmax compiled at opt_level 0 and 2 at once: the same bits%s" % (": " + "; ".join(errors) if errors else ""))
+    e = rt.extension(EXT)
+    lines = []
+    th = [threading.Thread(target=lambda: lines.append(rt.status(e))) for _ in range(4)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    check(len(lines) == 4 and len(set(lines)) == 1 and (lines[0] or EXT == "cpu"),
+          "the status from 4 threads: %s" % lines[0][:120])
+
+
 def main():
     global EXT
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "--ext":
         EXT = argv[1]
         argv = argv[2:]
-    parts = argv or ["big", "views", "threads", "ptx", "cudnn"]
+    parts = argv or ["big", "views", "threads", "ptx", "cudnn"]  # run.sh runs rows and levels as a step of their own
     rt = nnkrt.Runtime(os.environ.get("NNK_LIBNNK") or nnkrt.find_libnnk(os.environ.get("top_builddir", ".")))
     ctx = rt.context(EXT, "device_id=0" if EXT != "cpu" else "")
     m = rt.module(ctx, SRC, "name=extra.nnk")
@@ -197,6 +272,10 @@ def main():
                 part_ptx()
             elif p == "cudnn":
                 part_cudnn(rt)
+            elif p == "rows":
+                part_rows(rt, ctx, k)
+            elif p == "levels":
+                part_levels(rt, ctx)
             else:
                 check(False, "unknown part %s" % p)
         except Exception as e:  # noqa: BLE001 - every part runs

@@ -24,7 +24,7 @@
 #
 # Environment: NNK_GPU_BUILD (build directory, default $TMPDIR/nnk-gpu-build),
 # NNK_GPU_BUDGET (seconds, default 470), NNK_GPU_BUILD_LIMIT (the build step's, default
-# 120: a slow machine's dry run may need more), OUT (where logs go, if set: the
+# 105: a slow machine's dry run may need more), OUT (where logs go, if set: the
 # device machine's result folder), CUDA_HOME, NNK_NVRTC (libnvrtc's path),
 # PYTHON (a python3 with numpy; default: the first of python3,
 # /usr/bin/python3, ... that has numpy, preferring one with torch), JOBS
@@ -150,7 +150,7 @@ if [ -z "$cuda_home" ]; then
 	done
 fi
 export SRC BUILD JOBS cuda_home TARBALL
-step build "${NNK_GPU_BUILD_LIMIT:-120}" sh "$SRC/tests/gpu/build.sh" || true
+step build "${NNK_GPU_BUILD_LIMIT:-105}" sh "$SRC/tests/gpu/build.sh" || true
 OBJ=$BUILD/obj
 [ -x "$OBJ/nnkc" ] && [ -f "$OBJ/.libs/libnnk_ext_cuda.so" ] && BUILT=1
 [ $BUILT = 1 ] || say "BUILD FAILED: nothing below can run (log $LOGS/build.log)"
@@ -205,6 +205,10 @@ if [ $BUILT = 1 ] && [ $have_numpy = 1 ] && [ "$EXT" != cpu ]; then
 	# over 2^31 elements, unaligned/offset/negative-stride/broadcast views,
 	# several threads, the PTX JIT fallback, cuDNN actually running
 	step extra 40 "$PY" "$SRC/tests/gpu/gpu_extra.py" || true
+	# rows on each side of rd_row's registers, rd_srow's 48 KB and the
+	# opt-in shared memory; opt_level 0 and 2 compiled at once; the status
+	# from threads
+	step rows 15 "$PY" "$SRC/tests/gpu/gpu_extra.py" rows levels || true
 	# compute-sanitizer over the smoke kernels: memcheck, then racecheck
 	san=""
 	for d in "$cuda_home" /usr/local/cuda; do

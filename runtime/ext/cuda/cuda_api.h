@@ -109,6 +109,12 @@ typedef struct CUDA_MEMCPY2D {
  * device copies, which the runtime then stages through the host).  The
  * page-locked staging of host copies (cuMemHostAlloc, cuMemFreeHost) is
  * optional too: without it copies are pageable. */
+/* cuFuncGetAttribute / cuFuncSetAttribute, cuDeviceGetAttribute */
+enum {
+    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN_ = 97
+};
 #define NNK_CU_OPTIONAL(X)                                                                               \
     X(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", CUresult, (const CUDA_MEMCPY2D *c, CUstream s))             \
     X(cuMemAllocAsync, "cuMemAllocAsync", CUresult, (CUdeviceptr * p, size_t bytes, CUstream s))          \
@@ -118,7 +124,9 @@ typedef struct CUDA_MEMCPY2D {
     X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status))                    \
     X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", CUresult, (int *mode))          \
     X(cuMemHostAlloc, "cuMemHostAlloc", CUresult, (void **p, size_t bytes, unsigned flags))               \
-    X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *p))
+    X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *p))                                                \
+    X(cuFuncGetAttribute, "cuFuncGetAttribute", CUresult, (int *v, int attr, CUfunction f))               \
+    X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction f, int attr, int v))
 
 /* ---- NVRTC (libnvrtc.so.N) ------------------------------------------------ */
 

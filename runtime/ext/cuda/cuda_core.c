@@ -801,10 +801,34 @@ nnk_status cu_nvrtc_ready(cu_state *S)
 /* ---- modules ------------------------------------------------------------------------- */
 
 static const char *const suffixes[CU_NSUFFIX] = {"ew_c",    "ew_c64",  "ew_s",   "rd_block", "rd_thread",
-                                                 "rd_part", "rd_fin", "rd_epi", "rd_warp",  "rd_row"};
+                                                 "rd_part", "rd_fin", "rd_epi", "rd_warp",  "rd_row",
+                                                 "rd_srow"};
 
 static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
                                       bool ptx, cu_module *m, CUresult *load_error);
+
+/* The dynamic shared memory NAME__rd_srow may take on device d: without
+ * the opt-in, 48 KB less its static shared memory; with it (the driver's
+ * cuFuncSetAttribute and the device's opt-in limit, 227 KB on sm_90), the
+ * kernel's attribute is raised to that limit less the static part, once
+ * at load.  0 without the kernel or the driver's functions. */
+static void srow_limit(cu_state *S, int32_t d, cu_module *m)
+{
+    CUfunction f = m->fn[CU_NSUFFIX - 1];
+    int stat = 0, optin = 0;
+    m->srow_shared = 0;
+    if (!f || !S->cuo.cuFuncGetAttribute ||
+        S->cuo.cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) != CUDA_SUCCESS || stat < 0 ||
+        stat >= 48 * 1024)
+        return;
+    m->srow_shared = (size_t)(48 * 1024 - stat);
+    if (S->cuo.cuFuncSetAttribute &&
+        S->cu.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN_, S->devs[d].dev) ==
+            CUDA_SUCCESS &&
+        optin > 48 * 1024 && optin - stat > (int)m->srow_shared &&
+        S->cuo.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - stat) == CUDA_SUCCESS)
+        m->srow_shared = (size_t)(optin - stat);
+}
 
 /* Loads an image into device d's primary context (pushed by the caller). */
 static nnk_status module_load(cu_state *S, int32_t d, const void *image, const char *prefix, int reduction,
@@ -859,6 +883,7 @@ static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image,
         free(m);
         return S->host->set_error(NNK_EINVAL, "%s: the CUDA code has no kernels named %s__*", S->ext, prefix);
     }
+    srow_limit(S, d, m);
     {
         /* kernels that read raw parameters or index(d) say so by this symbol */
         char name[200];
@@ -892,6 +917,8 @@ static nnk_status module_load_relaxed(cu_state *S, int32_t d, const void *image,
         /* the flags after the states (code from older nnkc has none) */
         m->argmax = (size_t)(3 + buf[0]) * 4 <= bytes && (buf[2 + buf[0]] & 1);
         m->sizes.row_slots = (size_t)(3 + buf[0]) * 4 <= bytes ? (buf[2 + buf[0]] >> 8) & 0xff : 0;
+        m->sizes.row_bytes = (size_t)(3 + buf[0]) * 4 <= bytes ? (buf[2 + buf[0]] >> 16) & 0xff : 0;
+        m->sizes.row_inputs = (size_t)(3 + buf[0]) * 4 <= bytes ? (buf[2 + buf[0]] >> 24) & 0xf : 0;
     }
     m->refs = 1;
     return NNK_OK;
@@ -1413,7 +1440,8 @@ static int lc_has(void *user, const char *suffix)
     return i >= 0 && L->m->fn[i] != NULL;
 }
 
-static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+static int lc_launch_shm(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, size_t shmem,
+                         const nnk_cuda_args *a)
 {
     launch_ctx *L = user;
     int i = suffix_index(name);
@@ -1423,15 +1451,20 @@ static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, uns
         return -1;
     }
     void *params[1] = {(void *)a};
-    CUresult r = L->S->cu.cuLaunchKernel(L->m->fn[i], gx, gy, 1, block, 1, 1, 0, L->stream, params, NULL);
+    CUresult r = L->S->cu.cuLaunchKernel(L->m->fn[i], gx, gy, 1, block, 1, 1, (unsigned)shmem, L->stream, params, NULL);
     if (r != CUDA_SUCCESS) {
         char e[256];
-        fmt(L->err, L->errlen, "%s: cuLaunchKernel(%s, grid %ux%u, block %u): %s", L->S->ext, name, gx, gy, block,
-            cu_error_text(L->S, r, e, sizeof e));
+        fmt(L->err, L->errlen, "%s: cuLaunchKernel(%s, grid %ux%u, block %u, %zu bytes of shared memory): %s", L->S->ext,
+            name, gx, gy, block, shmem, cu_error_text(L->S, r, e, sizeof e));
         L->status = r == CUDA_ERROR_OUT_OF_MEMORY ? NNK_ENOMEM : NNK_EDEVICE;
         return -1;
     }
     return 0;
+}
+
+static int lc_launch(void *user, const char *name, unsigned gx, unsigned gy, unsigned block, const nnk_cuda_args *a)
+{
+    return lc_launch_shm(user, name, gx, gy, block, 0, a);
 }
 
 static void *lc_alloc(void *user, size_t bytes)
@@ -1519,6 +1552,8 @@ static nnk_status run(cu_state *S, int32_t d, cu_module *m, const nnk_plan *plan
     memset(&L, 0, sizeof L);
     L.user = &lc;
     L.launch = lc_launch;
+    L.launch_shm = lc_launch_shm;
+    L.max_shared = m->srow_shared;
     L.alloc = lc_alloc;
     L.release = lc_release;
     L.num_sms = S->devs[d].sms;

@@ -56,7 +56,7 @@ typedef struct cu_device {
 enum { CU_STAGE_BYTES = 8 << 20, CU_STAGE_MIN = 256 << 10 };
 
 /* A loaded module: the kernels of one instance on one device. */
-enum { CU_NSUFFIX = 10 };
+enum { CU_NSUFFIX = 11 };
 typedef struct cu_module {
     struct cu_module *next;
     char key[65];                /* the compiled code's cache key, or "" for linked code */
@@ -71,6 +71,8 @@ typedef struct cu_module {
     int raw;                     /* reads raw parameters or index(d) (NAME__cu_raw): nnk_cuda_rargs */
     nnk_cuda_sizes sizes;
     CUfunction fn[CU_NSUFFIX];
+    size_t srow_shared;          /* NAME__rd_srow's dynamic shared memory at most (its attribute is raised
+                                  * to the device's opt-in limit at load), 0: no rd_srow */
 } cu_module;
 
 /* What nnk_ext_kernel.handle points to. */

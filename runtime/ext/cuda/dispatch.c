@@ -95,17 +95,24 @@ static unsigned grid_for(int64_t work, unsigned block, const nnk_cuda_launcher *
     return (unsigned)(g < 1 ? 1 : g);
 }
 
-static int launch(const nnk_cuda_launcher *L, const char *base, const char *suffix, unsigned gx, unsigned gy,
-                  unsigned block, const nnk_cuda_args *a, char *err, size_t errlen)
+static int launch_shm(const nnk_cuda_launcher *L, const char *base, const char *suffix, unsigned gx, unsigned gy,
+                      unsigned block, size_t shmem, const nnk_cuda_args *a, char *err, size_t errlen)
 {
     char name[256];
     snprintf(name, sizeof name, "%s__%s", base, suffix);
-    if (L->launch(L->user, name, gx, gy, block, a) != 0) {
+    if ((shmem ? L->launch_shm(L->user, name, gx, gy, block, shmem, a) : L->launch(L->user, name, gx, gy, block, a)) !=
+        0) {
         if (err && errlen && !err[0])
             snprintf(err, errlen, "launching %s failed", name);
         return -1;
     }
     return 0;
+}
+
+static int launch(const nnk_cuda_launcher *L, const char *base, const char *suffix, unsigned gx, unsigned gy,
+                  unsigned block, const nnk_cuda_args *a, char *err, size_t errlen)
+{
+    return launch_shm(L, base, suffix, gx, gy, block, 0, a, err, errlen);
 }
 
 static int contiguous(const nnk_plan *p)
@@ -221,6 +228,20 @@ int nnk_cuda_dispatch(const char *name, int reduction, const nnk_cuda_sizes *siz
     int has_row = !L->has || L->has(L->user, "rd_row");
     if (!L->force && slots && has_row && ((force == 4 && n <= (int64_t)32 * slots) || (force == 1 && n <= (int64_t)block * slots)))
         force = force == 4 ? 5 : 6;
+    /* Longer rows in dynamic shared memory while they fit (the launcher's
+     * max_shared: the device's opt-in limit less the kernel's static
+     * shared memory), rd_block's order and bits; longer still: read per
+     * phase (rd_block). */
+    int srow = sizes && sizes->row_bytes > 0 && p->nred == 1 && L->launch_shm && L->max_shared > 0 &&
+               (!L->has || L->has(L->user, "rd_srow"));
+    size_t shmem = sizes ? nnk_cuda_srow_bytes(sizes, n) : 0;
+    if (!L->force && force == 1 && srow && n > 0 && shmem <= L->max_shared)
+        force = 7;
+    if (force == 7) {
+        if (!srow || n <= 0 || shmem > L->max_shared)
+            return fail(err, errlen, "the row does not fit the kernel that keeps it on chip");
+        return launch_shm(L, name, "rd_srow", grid_for(p->nkept * block, block, L), 1, block, shmem, &ra.a, err, errlen);
+    }
     if (force == 5 || force == 6) {
         int64_t lanes = force == 5 ? 32 : block;
         if (!slots || n > lanes * slots)
