@@ -119,6 +119,12 @@ static void load_import(Compiler *c, Item *imp)
     for (int i = 0; i < c->files.n; i++)
         if (((SourceFile *)c->files.items[i])->realpath == key)
             return; /* already loaded: imports are idempotent */
+    /* each level of imports is a few KiB of stack (load_file, the parser):
+     * a chain of 2000 files crashed nnkc */
+    if (c->import_stack.n >= NNKC_MAX_IMPORT_DEPTH) {
+        diag_error(c, imp->name_range, "imports nested too deeply (the limit is %d files)", NNKC_MAX_IMPORT_DEPTH);
+        return;
+    }
     if (confined && (!rp_ok || !inside_include_dirs(c, key))) {
         diag_error(c, imp->name_range, "cannot import '%s': it leads out of the include_dirs", path);
         return;

@@ -94,6 +94,26 @@ if ! printf '\357\273\277elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' | "
     echo "FAIL nnkc -S of a file with a byte order mark: the comment quoting line 1 holds it:"; cat "$out"
     fail=$((fail + 1))
 fi
+# imports nested deeper than 200 files: an error at the import past the
+# limit (a chain of 2500 overflowed nnkc's stack), and 200 are fine
+n=$((n + 1))
+d=$(mktemp -d) || exit 1
+i=0
+while [ $i -lt 2500 ]; do
+    printf 'import "f%d.nnk";\n' $((i + 1)) >"$d/f$i.nnk"
+    i=$((i + 1))
+done
+printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$d/f2500.nnk"
+"$nnkc" --check --color=never "$d/f0.nnk" >/dev/null 2>"$out"
+rc=$?
+cp "$d/f2500.nnk" "$d/f199.nnk"
+if [ $rc -ne 1 ] || ! grep -q "^$d/f199.nnk:1:8: error: imports nested too deeply (the limit is 200 files)" "$out" ||
+    ! "$nnkc" --check "$d/f0.nnk" 2>>"$out"; then
+    echo "FAIL an import chain of 2500 files: exit status $rc, expected 1 and the limit's error at f199.nnk; 200 files fine:"
+    head -5 "$out"
+    fail=$((fail + 1))
+fi
+rm -rf "$d"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
