@@ -253,10 +253,14 @@ static const char *step_what(const Step *s)
     }
 }
 
-/* The message for a step that failed (status as nnkc_tool_run's). */
-static void step_failed(const Step *s, int st, Buf *msg)
+/* The message for a step that failed (status as nnkc_tool_run's).  The
+ * generated code is meant to compile with the configured tools, so their
+ * failure on it is nnkc's bug; a tool the user named (NNK_CC, NNK_NVCC)
+ * may be the cause, and the message says which variable chose it. */
+static void step_failed(const Step *s, const FatobjConfig *cfg, int st, Buf *msg)
 {
     bool cc = s->kind == STEP_CC || s->kind == STEP_ASM || s->kind == STEP_LINK;
+    bool chosen = cc ? cfg->cc_chosen : cfg->nvcc_chosen;
     if (s->t.timed_out)
         buf_printf(msg, "%s '%s' did not finish in %.3g s (killed; NNK_COMPILE_TIMEOUT sets the limit)", step_what(s),
                    s->argv[0], (double)s->t.timeout_ms / 1000.0);
@@ -264,8 +268,11 @@ static void step_failed(const Step *s, int st, Buf *msg)
         buf_printf(msg, "cannot run %s '%s': %s%s", step_what(s), s->argv[0], strerror(s->t.err),
                    cc ? " (set NNK_CC)" : "");
     else
-        buf_printf(msg, "%s '%s' failed on the generated code (exit %d; this is a bug in nnkc)%s%s", step_what(s),
-                   s->argv[0], st, s->t.outlen ? ":\n" : "", s->t.outlen ? s->t.out : "");
+        buf_printf(msg, "%s '%s' failed on the generated code (exit %d; %s)%s%s", step_what(s), s->argv[0], st,
+                   !chosen ? "this is a bug in nnkc"
+                   : cc    ? "NNK_CC chose this compiler: if it compiles C11, this is a bug in nnkc"
+                           : "NNK_NVCC chose this nvcc: if it is CUDA 11 or newer, this is a bug in nnkc",
+                   s->t.outlen ? ":\n" : "", s->t.outlen ? s->t.out : "");
 }
 
 static const char *sm_suffix(const Arch *a)
@@ -510,7 +517,7 @@ bool fatobj_object(Compiler *c, const List *instances, EmitOptions *eo, const Fa
     while (ok && (done = nnkc_runs_wait(runs, &st))) {
         Step *s = (Step *)done;
         if (st != 0) {
-            step_failed(s, st, &msg);
+            step_failed(s, cfg, st, &msg);
             ok = false;
             break;
         }

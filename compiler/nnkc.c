@@ -488,12 +488,15 @@ static int compile_one(const Args *a, const char *path)
                     break;
                 }
                 const char *cc = getenv("NNK_CC");
-                if (!cc || !*cc)
+                bool cc_chosen = cc && *cc;
+                if (!cc_chosen)
                     cc = NNK_DEFAULT_CC;
                 char *words[64];
                 int ntool = split_words(ar, cc, words, 32);
                 int nw = ntool + split_words(ar, nnkc_c_flags(a->opt.opt_level), words + ntool, 32);
-                FatobjConfig cfg = {.cc = words, .ncc = nw, .ncc_tool = ntool, .nvcc = nvcc, .archs = a->cuda_archs,
+                const char *nvcc_env = getenv("NNK_NVCC");
+                FatobjConfig cfg = {.cc = words, .ncc = nw, .ncc_tool = ntool, .cc_chosen = cc_chosen, .nvcc = nvcc,
+                                    .nvcc_chosen = nvcc_env && *nvcc_env, .archs = a->cuda_archs,
                                     .fmad = a->cuda_fmad, .jobs = a->jobs ? a->jobs : nnkc_jobs(), .output = dest};
                 char *err = NULL;
                 if (!fatobj_object(c, &c->instances, &eo, &cfg, &err)) {

@@ -822,7 +822,9 @@ typedef struct FatobjConfig {
     char *const *cc;
     int ncc;      /* all the words */
     int ncc_tool; /* NNK_CC's alone (the assembler step takes no C flags) */
+    bool cc_chosen;   /* NNK_CC named the C compiler (not the configured one) */
     const char *nvcc;
+    bool nvcc_chosen; /* NNK_NVCC named nvcc */
     const char *archs;
     bool fmad;    /* --cuda-fmad: nvcc may contract a * b + c; else -fmad=false */
     int jobs;     /* tools at once (-j, NNKC_JOBS) */

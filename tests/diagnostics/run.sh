@@ -144,5 +144,17 @@ if [ $rc -ne 1 ] || [ "$(cat "$out")" != "nnkc: error: cannot write '/nonexisten
     echo "FAIL nnkc -c -o /nonexistent-nnk-dir/k.o: exit status $rc, expected 1 and 'cannot write':"; cat "$out"
     fail=$((fail + 1))
 fi
+# a C compiler the user named (NNK_CC) that fails on the generated code:
+# the message says NNK_CC chose it, not only "a bug in nnkc"
+n=$((n + 1))
+d=$(mktemp -d) || exit 1
+NNK_CC="${CC:-cc} -fno-such-option-nnk" "$nnkc" -c --no-cuda valid/raw.nnk -o "$d/k.o" >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "NNK_CC chose this compiler: if it compiles C11, this is a bug in nnkc" "$out" ||
+    ! grep -q "fno-such-option-nnk" "$out"; then
+    echo "FAIL nnkc -c with a failing NNK_CC: exit status $rc, expected 1 and 'NNK_CC chose this compiler':"; cat "$out"
+    fail=$((fail + 1))
+fi
+rm -rf "$d"
 echo "$((n - fail))/$n diagnostics cases passed"
 [ $fail = 0 ]
