@@ -21,6 +21,7 @@ enum {
     NNKC_MAX_INLINE = 64,    /* depth of nested func expansion */
     NNKC_MAX_RAW = 8,        /* raw parameters of a kernel (abi.h's NNK_MAX_RAW) */
     NNKC_MAX_TUPLE = 8,      /* values in the state of one reduce() */
+    NNKC_MAX_TYPED_NODES = 1 << 20, /* typed nodes of a kernel instance after inlining its functions */
     NNKC_MAX_IMPORT_DEPTH = 200, /* files nested by imports, the main one included (gcc's #include depth) */
 };
 

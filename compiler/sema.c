@@ -43,6 +43,7 @@ typedef struct Ctx {
     int in_reducer;       /* inside a reducer's argument */
     bool in_combine;      /* inside reduce()'s lambda */
     int ninline;
+    long *nodes;          /* typed nodes made from this root (a kernel instance, a const), shared by its copies */
     Item *inline_stack[NNKC_MAX_INLINE];
     Range inline_sites[NNKC_MAX_INLINE];
 } Ctx;
@@ -72,6 +73,8 @@ static Binding *lookup(Ctx *x, const char *name)
 static Expr *mk(Ctx *x, ExprKind k, Type t, Range r)
 {
     Expr *e = arena_alloc(x->c->arena, sizeof *e);
+    if (x->nodes)
+        ++*x->nodes;
     e->kind = (uint8_t)k;
     e->type = (uint8_t)t;
     e->optype = (uint8_t)t;
@@ -811,6 +814,13 @@ static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
         diag_error(x->c, e->range, "functions nested too deeply (the limit is %d calls)", NNKC_MAX_INLINE);
         return mk_error(x, e->range);
     }
+    /* Every call expands the body again: a function that calls the one
+     * before it twice, 30 deep, is 2^30 copies (all of the memory) */
+    if (x->nodes && *x->nodes > NNKC_MAX_TYPED_NODES) {
+        diag_error(x->c, e->range, "expression too large after expanding functions (the limit is %d nodes)",
+                   NNKC_MAX_TYPED_NODES);
+        return mk_error(x, e->range);
+    }
     if (e->args.n != f->params.n) {
         char what[80];
         snprintf(what, sizeof what, "function '%s'", f->name);
@@ -1272,7 +1282,8 @@ static Expr *check_const_item(Compiler *c, Item *it)
         return it->checked;
     }
     it->state = 1;
-    Ctx x = {.c = c};
+    long nodes = 0;
+    Ctx x = {.c = c, .nodes = &nodes};
     Expr *v = check(&x, it->value);
     if (!is_err(v) && it->ty.present) {
         if (it->ty.tensor) {
@@ -1499,7 +1510,8 @@ Instance *sema_instance(Compiler *c, Item *k, const Type *targs, const Type *sto
         c->context_msg = arena_printf(c->arena, "in instance '%s'", in->display);
         c->context_range = k->name_range;
     }
-    Ctx x = {.c = c, .kernel = k, .inst = in, .generics = &k->generics, .gtypes = in->targs};
+    long nodes = 0;
+    Ctx x = {.c = c, .kernel = k, .inst = in, .generics = &k->generics, .gtypes = in->targs, .nodes = &nodes};
     int si = 0, nraw_seen = 0;
     for (int i = 0; i < k->params.n; i++) {
         Param *p = k->params.items[i];
@@ -1855,7 +1867,8 @@ static void instantiate_from_list(Compiler *c, Item *k, Type *cur, int depth, in
  * parameters get the error type, which silences every type error. */
 static void check_unused_func(Compiler *c, Item *f)
 {
-    Ctx x = {.c = c, .generics = &f->generics};
+    long nodes = 0;
+    Ctx x = {.c = c, .generics = &f->generics, .nodes = &nodes};
     Type gt[NNKC_MAX_GENERICS];
     for (int i = 0; i < NNKC_MAX_GENERICS; i++)
         gt[i] = T_ERROR;

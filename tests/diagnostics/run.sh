@@ -114,6 +114,23 @@ if [ $rc -ne 1 ] || ! grep -q "^$d/f199.nnk:1:8: error: imports nested too deepl
     fail=$((fail + 1))
 fi
 rm -rf "$d"
+# a function that calls the one before it twice, 40 deep: every call
+# expanded the body again, 2^40 copies (all of the memory; 1 GB here)
+n=$((n + 1))
+i=0 src='func g0(v) = v + 1;'
+while [ $i -lt 40 ]; do
+    src="$src
+func g$((i + 1))(v) = g$i(v) * g$i(v) + v;"
+    i=$((i + 1))
+done
+printf '%s\nelementwise k(x: f32[]) -> (y: f32[]) { y = g40(x); }\n' "$src" >"$out.nnk"
+(ulimit -v 1000000 && timeout 120 "$nnkc" --check --color=never "$out.nnk") >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "error: expression too large after expanding functions (the limit is 1048576 nodes)" "$out"; then
+    echo "FAIL functions that double 40 times: exit status $rc, expected 1 and 'expression too large':"; head -3 "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
