@@ -630,7 +630,9 @@ static int32_t welford_var(Lower *L, int32_t arg, Type res, ReducerKind kind)
     nn.level = L_UNIFORM;
     int32_t n = intern_node(L, nn);
     int32_t v = kind == R_MEAN ? ir_binary(L, BIN_DIV, acc, q, ir_convert(L, n, acc, false)) : q;
-    v = ir_convert(L, v, t, false);
+    /* (an f16/bf16 result is its f32 compute value, as the two-pass
+     * reducer's f32 accumulator: not rounded to the type) */
+    v = ir_convert(L, v, t, true);
     /* m not finite (and the slice not empty): what x - m gives two passes */
     int32_t ok = ir_binary(L, BIN_LOR, T_BOOL, ir_call(L, B_ISFINITE, T_BOOL, &mred, 1),
                            ir_binary(L, BIN_EQ, T_BOOL, n, ir_const(L, value_int(T_I64, 0))));

@@ -56,8 +56,12 @@ EXT_CHANCE = {"tuple": 0.4, "raw": 0.2, "inout": 0.2, "nextafter": 0.2}
 #              generic <V: complex|num|any>) and results, in complex
 #              expressions and as typed parameters of the main generator's
 #   cxmode     raw and inout parameters of c64/c128
-GEN2 = ("cxreal", "cxgeneric", "cxfunc", "cxmode")
-GEN2_CHANCE = {"cxreal": 0.25, "cxgeneric": 0.5, "cxfunc": 0.3, "cxmode": 0.4}
+#   o3         (reductions) the shapes nnkc -O3 rewrites (language.md, tuple
+#              state): sum(exp(E - max(E))), one pass as an online softmax,
+#              and mean or sum of (E - mean(E))^2, Welford's variance; one
+#              batch in six is compiled with nnkc -O3 (nnkfuzz.py)
+GEN2 = ("cxreal", "cxgeneric", "cxfunc", "cxmode", "o3")
+GEN2_CHANCE = {"cxreal": 0.25, "cxgeneric": 0.5, "cxfunc": 0.3, "cxmode": 0.4, "o3": 0.3}
 # the default: what is still open (weak-select was fixed by cb2bc58,
 # half-round by 4160367, bool-minmax by a3ee6cc, inplace by 97c1404)
 AVOID_DEFAULT = ()
@@ -701,6 +705,27 @@ class Gen:
                     self.inouts.append(p)
             self.inouts.sort(key=lambda p: k.params.index(p))
 
+    def o3_outs(self, k):
+        """Outputs zo0 = sum(exp(E - max(E))), zo1 = mean((E - mean(E)) * (E -
+        mean(E))) (or sum, or pow(E - mean(E), 2)): E a float expression of
+        the elements, the same text each time (so one node).  Last, and read
+        by nothing: where all of a slice's E are equal, Welford's variance is
+        0 and the two passes' a rounding error, which a comparison or bool()
+        of it would tell apart (the oracle leaves such an output out)."""
+        for i in range(self.r.randrange(1, 3)):
+            t = self.pick(["f32", "f64", "f32", "f16"])
+            e = self.cast(self.expr(self.r.randrange(0, 3), "e", None, in_red=True), t)
+            m = ("red", "max" if self.chance(0.5) else "mean", e.e)
+            if m[1] == "max":
+                body = ("red", "sum", ("call", "exp", [("bin", "-", e.e, m)]))
+            else:
+                d = ("bin", "-", e.e, m) if self.chance(0.7) else ("bin", "-", m, e.e)
+                sq = ("bin", "*", d, d) if self.chance(0.7) else ("call", "pow", [d, ("lit", 2, 0)])
+                body = ("red", self.pick(["mean", "sum"]), sq)
+            name = "zo%d" % i
+            k.outs.append(Out(name, self.pick([t, "f32", "f64"]), True))
+            k.body.append(Stmt("out", name, body))
+
     def mode_type(self):
         """The type of a raw or inout parameter (drawn from the EXT stream)."""
         ty = self.scalar_type()
@@ -857,6 +882,9 @@ class Gen:
             ots = self.binding_types(o.ty)
             if not ("half-round" in self.avoid and any(t in ("f16", "bf16") for t in ots)):
                 self.visible.append((o.name, ots, "r" if o.reduced else "e", "out"))
+        if kind == "reduction" and "o3" in self.gen2_on:
+            with self.ext(self.nr):
+                self.o3_outs(k)
         self.ext_assign(k, depth)
         return p
 

@@ -793,6 +793,9 @@ class Batch:
             if hc % 3 == 0 and "complex" not in avoid:
                 self.tlist.append(M.COMPLEX[(hc >> 2) % 2])
         self.extra = ["-T", ",".join(self.tlist)] if self.tlist else []
+        # one batch in six with nnkc -O3 (its rewrites: gen.py's o3)
+        if hash_seed(base_seed, index, "O3") % 6 == 0:
+            self.extra.append("-O3")
         self.progs = [gen.generate(s, "p%d_" % i, avoid, size, tlist=self.tlist) for i, s in enumerate(self.seeds)]
         extra, eseeds = [], []
         for p, s in zip(self.progs, self.seeds):
