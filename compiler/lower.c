@@ -271,6 +271,19 @@ static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
  * whose answer the range decides: x > MAX, x < MIN false; x <= MAX,
  * x >= MIN true (and mirrored).  Folding it is exact, and it keeps the
  * generated C free of "comparison is always false" (-Wtype-limits). */
+/* Whether the integer constant v of type t is the type's greatest (high)
+ * or least value. */
+static bool at_bound(Value v, Type t, bool high)
+{
+    int bits = type_info[t].bits;
+    if (type_is_signed(t)) {
+        int64_t mx = bits == 64 ? INT64_MAX : (int64_t)((UINT64_C(1) << (bits - 1)) - 1);
+        return high ? v.v.i == mx : v.v.i == -mx - 1;
+    }
+    uint64_t mx = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    return high ? v.v.u == mx : v.v.u == 0;
+}
+
 static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
 {
     if (!type_is_int(ot))
@@ -279,18 +292,7 @@ static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
     bool on_right = is_const_node(L, b, &v);
     if (!on_right && !is_const_node(L, a, &v))
         return -1;
-    int bits = type_info[ot].bits;
-    bool sgn = type_is_signed(ot);
-    bool at_max, at_min;
-    if (sgn) {
-        int64_t mx = bits == 64 ? INT64_MAX : (int64_t)((UINT64_C(1) << (bits - 1)) - 1);
-        at_max = v.v.i == mx;
-        at_min = v.v.i == -mx - 1;
-    } else {
-        uint64_t mx = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-        at_max = v.v.u == mx;
-        at_min = v.v.u == 0;
-    }
+    bool at_max = at_bound(v, ot, true), at_min = at_bound(v, ot, false);
     if (!on_right) { /* c OP x as x OP' c */
         switch (op) {
         case BIN_LT: op = BIN_GT; break;
@@ -781,7 +783,16 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
             return fused;
         int32_t ident = e->b ? lower(L, e->b) : -1;
         int32_t comb = e->c ? lower(L, e->c) : -1;
-        return ir_reducer(L, (ReducerKind)e->op, t, type_concrete((Type)e->optype), arg, ident, comb);
+        /* max (min) of the constant that is its type's least (greatest)
+         * value, the reducer's identity: that value, of an empty slice too
+         * (the generated C's step 0 > acc ? 0 : acc of an unsigned type drew
+         * -Wtype-limits warnings) */
+        Value cv;
+        Type at = type_concrete((Type)e->optype);
+        if ((e->op == R_MAX || e->op == R_MIN) && type_is_int(at) && N(L, arg)->type == at &&
+            is_const_node(L, arg, &cv) && at_bound(cv, at, e->op == R_MIN))
+            return ir_convert(L, arg, t, false);
+        return ir_reducer(L, (ReducerKind)e->op, t, at, arg, ident, comb);
     }
     default:
         nnkc_assert(!"node kind in a typed tree");

@@ -199,7 +199,7 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
             f = prog.funcs[e[1]]
             used = [reads(f.body, pn) for pn, _ in f.params]
             return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
-        if e[0] == "sel" and e[3] == e[4]:
+        if e[0] == "sel" and uncast(e[3]) == uncast(e[4]):
             # where(c, a, a): c's value cannot matter, and the compiler
             # may not compute it (language.md: such a raw read is not made)
             return live(e[3]) or (branches and live(e[2]))
@@ -209,6 +209,15 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
             return live(e[2]) or (branches and (live(e[3]) or live(e[4])))
         return any(live(c) for _, c in gen.children(e))
     return any(live(st.expr) for st in prog.kernel.body if st.kind == "out")
+
+
+def uncast(e):
+    """e without its conversions: where(c, x, f32(x)) has the same branches
+    once they are promoted (a closer look than the compiler's is not needed:
+    this only makes a read's NNK_ERANGE unsure)."""
+    while e[0] == "cast":
+        e = e[2]
+    return e
 
 
 def const_cond(c, bound=None):

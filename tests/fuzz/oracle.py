@@ -77,7 +77,12 @@ class Ctx:
         with QUIET:
             if scale is None:
                 return (v.astype(np.float64) * (1 + s * eps)).astype(dt)
-            return (v.astype(np.float64) + s * eps * scale).astype(dt)
+            r = v.astype(np.float64) + s * eps * scale
+            if self.mode == 3:
+                # a sum the order's rounding may cancel: +0 (x + -x), as
+                # an order can give it exactly (rsqrt(-s) >= 0 tells it apart)
+                r = np.where(np.abs(v.astype(np.float64)) <= eps * scale, 0.0, r)
+            return r.astype(dt)
 
 
 FMAX = {"f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
@@ -107,7 +112,9 @@ def _mark(cx, r, mask):
     if cx.mode == 0 or not np.any(mask):
         return r
     r = np.array(r, copy=True)
-    bad = np.float64(np.inf if cx.mode == 1 else np.nan).astype(r.dtype)
+    # (inf, -inf, NaN: whatever a predicate or a conversion makes of them,
+    # two of the three disagree, as rsqrt(-x) >= 0 of inf and of NaN do not)
+    bad = np.float64({1: np.inf, 2: -np.inf}.get(cx.mode, np.nan)).astype(r.dtype)
     return np.where(mask, bad, r)
 
 
