@@ -242,6 +242,8 @@ def reads(e, pn):
         return True
     if e[0] == "sel" and const_cond(e[2]):
         return reads(e[2], pn)
+    if e[0] == "sel" and uncast(e[3]) == uncast(e[4]):
+        return reads(e[3], pn)      # (where(c, a, a): c need not be computed)
     return any(reads(c, pn) for _, c in gen.children(e))
 
 
