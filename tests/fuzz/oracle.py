@@ -106,15 +106,17 @@ def order_sensitive(cx, w, acc, kind, axes, keepdims=True):
         return (up > lim) | (down < -lim - 20) | np.any(~fin, axis=axes, keepdims=keepdims)
 
 
-def _mark(cx, r, mask):
+def _mark(cx, r, mask, im=False):
     """Perturbed runs make the elements of mask NaN or inf (never agreeing
     with the exact run), so that the comparison leaves them out."""
     if cx.mode == 0 or not np.any(mask):
         return r
     r = np.array(r, copy=True)
     # (inf, -inf, NaN: whatever a predicate or a conversion makes of them,
-    # two of the three disagree, as rsqrt(-x) >= 0 of inf and of NaN do not)
-    bad = np.float64({1: np.inf, 2: -np.inf}.get(cx.mode, np.nan)).astype(r.dtype)
+    # two of the three disagree, as rsqrt(-x) >= 0 of inf and of NaN do not;
+    # a complex value's imaginary part inf, 0, NaN: tanh(inf + i inf) and
+    # tanh(NaN + i NaN) have the same NaN imaginary part)
+    bad = np.float64({1: np.inf, 2: 0.0 if im else -np.inf}.get(cx.mode, np.nan)).astype(r.dtype)
     return np.where(mask, bad, r)
 
 
@@ -1001,7 +1003,7 @@ def cx_reduce(cx, name, a, t, ax):
             rr = cx.fuzz(np.asarray(r.real).astype(re.dtype), pt, scale=scale)
             ri = cx.fuzz(np.asarray(r.imag).astype(re.dtype), pt, scale=scale)
             bad = order_sensitive(cx, np.abs(w), pt, "*", ax)
-            return _cmk(_mark(cx, rr, bad), _mark(cx, ri, bad), t)
+            return _cmk(_mark(cx, rr, bad), _mark(cx, ri, bad, im=True), t)
         out = [float_sum(cx, np.asarray(part, dtype=np.float64), ax, name == "mean", part.dtype, pt)
                for part in (re, im)]
         return _cmk(out[0], out[1], t)
