@@ -31,7 +31,20 @@ typedef struct Binding {
     int index;            /* outputs: position */
     Expr *param;          /* an inout parameter's output: its input, read until assigned */
     struct Binding *next;
+    struct Binding *shadow; /* the binding of the same name this one hides */
 } Binding;
+
+/* The names in scope by name, so a lookup is one probe however many lets
+ * come before it (a walk of the list was quadratic: 20,000 lets took 7 s).
+ * Names are interned, so the pointer is the key; a slot keeps the newest
+ * binding of its name, and cutting the scope back puts each binding's
+ * shadow back (scope_restore).  Keys are never removed: a name out of
+ * scope keeps its slot with no binding. */
+typedef struct ScopeIndex {
+    const char **keys;
+    Binding **vals;
+    int cap, n;
+} ScopeIndex;
 
 typedef struct Ctx {
     Compiler *c;
@@ -39,7 +52,8 @@ typedef struct Ctx {
     Instance *inst;
     const List *generics; /* Generic* in scope */
     const Type *gtypes;   /* their bound types */
-    Binding *scope;
+    Binding *scope;       /* newest first */
+    ScopeIndex *index;    /* scope's names; NULL until the first bind */
     int in_reducer;       /* inside a reducer's argument */
     bool in_combine;      /* inside reduce()'s lambda */
     int ninline;
@@ -47,6 +61,45 @@ typedef struct Ctx {
     Item *inline_stack[NNKC_MAX_INLINE];
     Range inline_sites[NNKC_MAX_INLINE];
 } Ctx;
+
+static int index_probe(const ScopeIndex *ix, const char *name)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)name >> 3) * 0x9e3779b97f4a7c15u;
+    int i = (int)(h >> 40) & (ix->cap - 1);
+    while (ix->keys[i] && ix->keys[i] != name)
+        i = (i + 1) & (ix->cap - 1);
+    return i;
+}
+
+static void index_grow(Ctx *x, ScopeIndex *ix)
+{
+    ScopeIndex old = *ix;
+    ix->cap = old.cap ? 2 * old.cap : 16;
+    ix->keys = arena_alloc(x->c->arena, (size_t)ix->cap * sizeof *ix->keys);
+    ix->vals = arena_alloc(x->c->arena, (size_t)ix->cap * sizeof *ix->vals);
+    for (int i = 0; i < old.cap; i++)
+        if (old.keys[i]) {
+            int j = index_probe(ix, old.keys[i]);
+            ix->keys[j] = old.keys[i];
+            ix->vals[j] = old.vals[i];
+        }
+}
+
+/* The slot of name, made when missing. */
+static Binding **index_slot(Ctx *x, const char *name)
+{
+    ScopeIndex *ix = x->index;
+    if (!ix)
+        ix = x->index = arena_alloc(x->c->arena, sizeof *ix);
+    if (2 * (ix->n + 1) > ix->cap)
+        index_grow(x, ix);
+    int i = index_probe(ix, name);
+    if (!ix->keys[i]) {
+        ix->keys[i] = name;
+        ix->n++;
+    }
+    return &ix->vals[i];
+}
 
 static Binding *bind(Ctx *x, const char *name, BindKind k, Range decl, Expr *value)
 {
@@ -57,15 +110,26 @@ static Binding *bind(Ctx *x, const char *name, BindKind k, Range decl, Expr *val
     b->value = value;
     b->next = x->scope;
     x->scope = b;
+    Binding **slot = index_slot(x, name);
+    b->shadow = *slot;
+    *slot = b;
     return b;
 }
 
 static Binding *lookup(Ctx *x, const char *name)
 {
-    for (Binding *b = x->scope; b; b = b->next)
-        if (b->name == name)
-            return b;
-    return NULL;
+    if (!x->index)
+        return NULL;
+    int i = index_probe(x->index, name);
+    return x->index->keys[i] ? x->index->vals[i] : NULL;
+}
+
+/* Cuts the scope back to saved (reduce()'s lambda parameters). */
+static void scope_restore(Ctx *x, Binding *saved)
+{
+    for (Binding *b = x->scope; b != saved; b = b->next)
+        *index_slot(x, b->name) = b->shadow;
+    x->scope = saved;
 }
 
 /* ---- typed nodes ----------------------------------------------------------- */
@@ -666,7 +730,7 @@ static Expr *check_reducer(Ctx *x, Expr *e, ReducerKind rk)
         x->in_combine = true;
         combine = check(x, lam->a);
         x->in_combine = saved_combine;
-        x->scope = saved;
+        scope_restore(x, saved);
         if (is_err(combine))
             return mk_error(x, e->range);
         if (combine->vary != VARY_UNIFORM) {
@@ -772,7 +836,7 @@ static bool check_tuple_reduce(Ctx *x, Expr *e, int nnames, Range names_at, Expr
         }
     }
     x->in_combine = saved_combine;
-    x->scope = saved;
+    scope_restore(x, saved);
     if (err)
         return false;
     List triples = {0};
@@ -872,6 +936,7 @@ static Expr *check_func_call(Ctx *x, Expr *e, Item *f)
         return mk_error(x, e->range);
     Ctx inner = *x;
     inner.scope = NULL;
+    inner.index = NULL;
     inner.generics = &f->generics;
     inner.gtypes = gt;
     inner.inline_stack[x->ninline] = f;

@@ -131,6 +131,23 @@ if [ $rc -ne 1 ] || ! grep -q "error: expression too large after expanding funct
     fail=$((fail + 1))
 fi
 rm -f "$out.nnk"
+# 40,000 lets, each reading the parameter bound before all of them: a
+# lookup walked the whole scope (quadratic: 20,000 lets took 7 CPU-s),
+# now one probe; and a name that reduce()'s combine function shadows is
+# the let again after it
+n=$((n + 1))
+awk 'BEGIN { print "elementwise k(x: f32[]) -> (y: f32[]) {";
+             for (i = 0; i < 40000; i++) printf "    let a%d = x + %d;\n", i, i;
+             print "    y = a0 + a39999;\n}";
+             print "reduction r(x: f32[]) -> (s: f32) {\n    let a = max(x);";
+             print "    s = reduce(x, 0.0, |a, b| a + b) + a;\n}" }' >"$out.nnk"
+(ulimit -t 5 && "$nnkc" --check --color=never "$out.nnk") >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 0 ]; then
+    echo "FAIL 40,000 lets and a shadowed let in 5 CPU-s: exit status $rc, expected 0:"; head -3 "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
