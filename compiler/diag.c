@@ -4,6 +4,7 @@
  * the compiler print without end. */
 #include "nnkc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,10 +130,98 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return 0;
 }
 
-/* The source line, then the caret under `off`.  A valid UTF-8 sequence
- * takes one column; a byte that is not UTF-8 prints as <XX> (as clang
- * does), four columns, so the terminal gets valid text and the caret
- * lines up. */
+typedef struct CodeRange { uint32_t lo, hi; } CodeRange;
+
+/* Characters that print as <U+XXXX>, as clang prints them: controls (a
+ * terminal acts on them: ESC, CSI U+009B, CR), and the invisible ones that
+ * change how the text around them reads, the bidirectional controls above
+ * all ("Trojan Source": U+202E shows the rest of a line reversed), zero
+ * width spaces and joiners, the tag characters. */
+static const CodeRange escaped[] = {
+    {0x00, 0x08},     {0x0a, 0x1f},     {0x7f, 0x9f},     {0xad, 0xad},     {0x061c, 0x061c},
+    {0x180e, 0x180e}, {0x200b, 0x200f}, {0x2028, 0x202e}, {0x2060, 0x206f}, {0xfeff, 0xfeff},
+    {0xfff9, 0xfffb}, {0xe0000, 0xe007f},
+};
+/* Characters that take two columns on a terminal (East Asian wide and
+ * full width, emoji), and none (combining marks, variation selectors), so
+ * that the caret lines up under them too (as wcwidth counts, roughly). */
+static const CodeRange wide[] = {
+    {0x1100, 0x115f},   {0x2e80, 0x303e},   {0x3041, 0x33ff}, {0x3400, 0x4dbf}, {0x4e00, 0x9fff},
+    {0xa000, 0xa4cf},   {0xac00, 0xd7a3},   {0xf900, 0xfaff}, {0xfe30, 0xfe4f}, {0xff00, 0xff60},
+    {0xffe0, 0xffe6},   {0x1f300, 0x1f64f}, {0x1f900, 0x1f9ff}, {0x20000, 0x2fffd}, {0x30000, 0x3fffd},
+};
+static const CodeRange zero_width[] = {
+    {0x0300, 0x036f}, {0x0483, 0x0489}, {0x0591, 0x05bd}, {0x1ab0, 0x1aff},
+    {0x1dc0, 0x1dff}, {0x20d0, 0x20ff}, {0xfe00, 0xfe0f}, {0xfe20, 0xfe2f},
+};
+
+static bool in_ranges(const CodeRange *t, size_t n, uint32_t cp)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cp >= t[i].lo && cp <= t[i].hi)
+            return true;
+    return false;
+}
+#define IN(t, cp) in_ranges(t, sizeof t / sizeof t[0], cp)
+
+/* One character of text a user controls, as a diagnostic prints it. */
+typedef struct Glyph {
+    char text[12]; /* what is written: the character, <U+202E>, or <FF> for a byte that is not UTF-8 */
+    int len;
+    int cols;      /* the columns it takes; -1 for a tab (the caret line copies it) */
+} Glyph;
+
+/* Reads the character at s (n bytes left, n > 0); returns its bytes. */
+static size_t glyph(const unsigned char *s, size_t n, Glyph *g)
+{
+    size_t k = utf8_len(s, n);
+    if (k == 0) {
+        g->len = snprintf(g->text, sizeof g->text, "<%02X>", s[0]);
+        g->cols = g->len;
+        return 1;
+    }
+    uint32_t cp = k == 1 ? s[0] : (uint32_t)(s[0] & (0x7f >> k));
+    for (size_t i = 1; i < k; i++)
+        cp = cp << 6 | (s[i] & 0x3f);
+    if (cp == '\t') {
+        g->text[0] = '\t', g->len = 1, g->cols = -1;
+    } else if (IN(escaped, cp)) {
+        g->len = snprintf(g->text, sizeof g->text, "<U+%04X>", (unsigned)cp);
+        g->cols = g->len;
+    } else {
+        memcpy(g->text, s, k);
+        g->len = (int)k;
+        g->cols = IN(wide, cp) ? 2 : IN(zero_width, cp) ? 0 : 1;
+    }
+    return k;
+}
+
+/* Text a user controls in a message or a file name: the import path of a
+ * string, a file's name; escaped as the source line is. */
+static void put_safe(Buf *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t n = strlen(s); n > 0;) {
+        Glyph g;
+        size_t k = glyph(p, n, &g);
+        buf_put(out, g.text, (size_t)g.len);
+        p += k, n -= k;
+    }
+}
+
+/* A glyph's columns in the caret line, as `fill` (a blank or a tilde; a
+ * tab is copied under a tab), less the first `skip`. */
+static void put_cols(Buf *out, const Glyph *g, char fill, int skip)
+{
+    if (g->cols < 0 && !skip)
+        buf_put(out, fill == ' ' ? "\t" : "~", 1);
+    for (int j = skip; j < g->cols; j++)
+        buf_put(out, &fill, 1);
+}
+
+/* The source line, then the caret under `off`, both valid text that
+ * nothing in the line can reorder or hide: every character as glyph()
+ * prints it, and the caret line as wide as the glyphs before it. */
 static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool color)
 {
     if (r.off > f->len)
@@ -148,41 +237,24 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
         end--;
     if (start == 0 && r.off >= source_bom(f))
         start = source_bom(f); /* the byte order mark the lexer skipped: not printed, no column */
-    /* Control characters (NUL included, and C1's in UTF-8) print as spaces
-     * so the terminal and the caret stay aligned. */
-    for (size_t i = start, k; i < end; i += k) {
-        k = utf8_len(t + i, end - i);
-        if (k == 0) {
-            buf_printf(out, "<%02X>", t[i]);
-            k = 1;
-        } else if (k == 1) {
-            char o = (t[i] < 0x20 && t[i] != '\t') || t[i] == 0x7f ? ' ' : (char)t[i];
-            buf_put(out, &o, 1);
-        } else if (k == 2 && t[i] == 0xc2 && t[i + 1] < 0xa0) {
-            buf_put(out, " ", 1); /* a C1 control (U+0080-U+009F; U+009B is CSI): a space too */
-        } else {
-            buf_put(out, (const char *)t + i, k);
-        }
+    Glyph g;
+    for (size_t i = start; i < end;) {
+        i += glyph(t + i, end - i, &g);
+        buf_put(out, g.text, (size_t)g.len);
     }
     buf_put(out, "\n", 1);
-    size_t i = start, k;
-    for (; i < r.off && i < end; i += k) {
-        k = utf8_len(t + i, end - i);
-        if (k == 0)
-            buf_put(out, "    ", 4), k = 1;
-        else
-            buf_put(out, t[i] == '\t' ? "\t" : " ", 1);
+    size_t i = start;
+    while (i < r.off && i < end) {
+        i += glyph(t + i, end - i, &g);
+        put_cols(out, &g, ' ', 0);
     }
     if (color)
         buf_puts(out, GREEN);
     buf_put(out, "^", 1);
     size_t stop = r.off + r.len < end ? r.off + r.len : end;
-    for (bool first = true; i < stop; i += k, first = false) {
-        k = utf8_len(t + i, end - i);
-        size_t w = k == 0 ? 4 : 1;
-        k = k ? k : 1;
-        for (size_t j = first; j < w; j++)
-            buf_put(out, "~", 1);
+    for (bool first = true; i < stop; first = false) {
+        i += glyph(t + i, end - i, &g);
+        put_cols(out, &g, '~', first);
     }
     if (color)
         buf_puts(out, RESET);
@@ -275,13 +347,16 @@ static void render_one(Compiler *c, Buf *out, const Diag *d, bool color)
     {
         if (d->has_range) {
             const SourceFile *f = source_get(c, d->range.file);
-            buf_printf(out, "%s%s:%d:%d:%s ", color ? BOLD : "", f->path, d->range.line, d->range.col,
-                       color ? RESET : "");
+            buf_puts(out, color ? BOLD : "");
+            put_safe(out, f->path);
+            buf_printf(out, ":%d:%d:%s ", d->range.line, d->range.col, color ? RESET : "");
         } else if (d->level != DIAG_NOTE) {
             buf_printf(out, "%snnkc:%s ", color ? BOLD : "", color ? RESET : "");
         }
-        buf_printf(out, "%s%s:%s %s%s%s\n", color ? level_color[d->level] : "", level_name[d->level],
-                   color ? RESET : "", color ? BOLD : "", d->msg, color ? RESET : "");
+        buf_printf(out, "%s%s:%s %s", color ? level_color[d->level] : "", level_name[d->level],
+                   color ? RESET : "", color ? BOLD : "");
+        put_safe(out, d->msg);
+        buf_printf(out, "%s\n", color ? RESET : "");
         if (d->has_range)
             put_line_and_caret(out, source_get(c, d->range.file), d->range, color);
     }

@@ -45,20 +45,71 @@ static void newline(Lexer *lx, const char *after)
     lx->line_start = after;
 }
 
+/* Bidirectional controls ("Trojan Source", CVE-2021-42574) in a comment
+ * or a string: an embedding, override or isolate that is still open at
+ * the end of the line, or of the comment or string, reorders the code after
+ * it as an editor shows it, so the code reads other than it compiles.
+ * Those are warned about, at the first one left open (gcc's
+ * -Wbidi-chars=unpaired); closed pairs are harmless and pass.  s..e is one
+ * line's part of the comment or string, on the current line. */
+static void bidi_check(Lexer *lx, const char *s, const char *e, const char *what)
+{
+    enum { MAX_OPEN = 16 }; /* more left open on one line: reported at the first */
+    const char *open[MAX_OPEN];
+    bool isolate[MAX_OPEN];
+    int n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; p + 2 < (const unsigned char *)e && n < MAX_OPEN; p++) {
+        if (p[0] != 0xe2 || (p[1] != 0x80 && p[1] != 0x81))
+            continue;
+        unsigned cp = 0x2000u | (unsigned)(p[1] & 0x3f) << 6 | (p[2] & 0x3fu);
+        if ((cp >= 0x202a && cp <= 0x202e && cp != 0x202c) || (cp >= 0x2066 && cp <= 0x2068)) {
+            open[n] = (const char *)p;
+            isolate[n++] = cp >= 0x2066;
+        } else if (cp == 0x202c && n > 0 && !isolate[n - 1]) {
+            n--; /* PDF closes the innermost embedding or override */
+        } else if (cp == 0x2069) {
+            /* PDI closes the innermost isolate and what is open inside it */
+            while (n > 0 && !isolate[n - 1])
+                n--;
+            if (n > 0)
+                n--;
+        }
+    }
+    if (n == 0)
+        return;
+    const unsigned char *b = (const unsigned char *)open[0];
+    unsigned cp = 0x2000u | (unsigned)(b[1] & 0x3f) << 6 | (b[2] & 0x3fu);
+    static const char *const names[] = {"LEFT-TO-RIGHT EMBEDDING", "RIGHT-TO-LEFT EMBEDDING", "", "LEFT-TO-RIGHT OVERRIDE",
+                                        "RIGHT-TO-LEFT OVERRIDE"};
+    static const char *const inames[] = {"LEFT-TO-RIGHT ISOLATE", "RIGHT-TO-LEFT ISOLATE", "FIRST STRONG ISOLATE"};
+    diag_warning(lx->c, range_here(lx, (const char *)b, (const char *)b + 3),
+                 "unterminated bidirectional control U+%04X (%s) in %s", cp,
+                 cp >= 0x2066 ? inames[cp - 0x2066] : names[cp - 0x202a], what);
+    diag_note_plain(lx->c, "it reorders the text after it as displayed, so the code reads other than it compiles; "
+                           "close it on the same line (%s) or remove it",
+                    cp >= 0x2066 ? "U+2069 POP DIRECTIONAL ISOLATE" : "U+202C POP DIRECTIONAL FORMATTING");
+}
+
 /* Skips a block comment whose opening starts at lx->tok.  Returns false when it
  * is unterminated (reported). */
 static bool block_comment(Lexer *lx)
 {
     const char *p = lx->tok + 2;
     Range open = range_here(lx, lx->tok, lx->tok + 2);
+    const char *seg = p; /* the start of the comment's part on this line */
     while (p < lx->lim) {
         if (p[0] == '*' && p + 1 < lx->lim && p[1] == '/') {
+            bidi_check(lx, seg, p, "a comment");
             lx->cur = p + 2;
             return true;
         }
-        if (*p++ == '\n')
+        if (*p++ == '\n') {
+            bidi_check(lx, seg, p - 1, "a comment");
             newline(lx, p);
+            seg = p;
+        }
     }
+    bidi_check(lx, seg, lx->lim, "a comment");
     lx->cur = lx->lim;
     lx->unterminated = true;
     diag_error(lx->c, open, "unterminated comment");
@@ -82,6 +133,7 @@ static bool string_lit(Lexer *lx, Token *t)
         buf_put(&b, p, 1);
         p++;
     }
+    bidi_check(lx, lx->tok + 1, p, "a string");
     bool ok = p < lx->lim && *p == '"';
     lx->cur = ok ? p + 1 : p;
     t->range = range_here(lx, lx->tok, lx->cur);
@@ -258,7 +310,7 @@ int lexer_next(Lexer *lx, Token *t)
             }
             [ \t\r\v\f]+ { continue; }
             "\n"         { newline(lx, lx->cur); continue; }
-            "//" [^\n\x00]* { continue; }
+            "//" [^\n\x00]* { bidi_check(lx, lx->tok, lx->cur, "a comment"); continue; }
             "/*"         { if (!block_comment(lx)) { t->kind = 0; t->range = range_here(lx, lx->lim, lx->lim); return 0; } continue; }
             "\""         { t->kind = NNK_TK_STRING; string_lit(lx, t); return t->kind; }
 
