@@ -266,30 +266,29 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
  * imported file's come where it is imported, as an #include's do in cc:
  * a diagnostic's key is the offsets of the imports that led to its file,
  * from the main file down, then its own (file << 32 | offset, compared as
- * numbers: at the first level two keys differ, both are in one file). */
-#define KEY_DEPTH 64
+ * numbers: at the first level two keys differ, both are in one file).
+ * The key is as long as the chain (up to NNKC_MAX_IMPORT_DEPTH): one cut
+ * short compared the levels of two chains out of step. */
 typedef struct Group {
     int first, count;
     int depth; /* -1: no location (an unreadable file), first */
-    uint64_t key[KEY_DEPTH];
+    uint64_t *key;
     int seq;
 } Group;
 
 static void group_key(Compiler *c, Group *g, int file, uint32_t off)
 {
-    uint64_t rev[KEY_DEPTH];
-    int n = 0;
-    for (int f = file; n < KEY_DEPTH;) {
-        rev[n++] = (uint64_t)(uint32_t)f << 32 | off;
+    int n = 1;
+    for (const SourceFile *sf = source_get(c, file); sf->parent >= 0; sf = source_get(c, sf->parent))
+        n++;
+    g->depth = n;
+    g->key = arena_alloc(c->arena, sizeof(uint64_t) * (size_t)n);
+    for (int f = file, i = n - 1; i >= 0; i--) {
+        g->key[i] = (uint64_t)(uint32_t)f << 32 | off;
         const SourceFile *sf = source_get(c, f);
-        if (sf->parent < 0)
-            break;
         off = sf->parent_off;
         f = sf->parent;
     }
-    g->depth = n;
-    for (int i = 0; i < n; i++)
-        g->key[i] = rev[n - 1 - i];
 }
 
 static int group_cmp(const void *pa, const void *pb)
@@ -306,6 +305,33 @@ static int group_cmp(const void *pa, const void *pb)
     if (a->depth != b->depth) /* an import's own diagnostic before its file's */
         return a->depth < b->depth ? -1 : 1;
     return a->seq - b->seq;
+}
+
+/* Before the first diagnostic of an imported file (and again whenever the
+ * file changes), the imports that led to it, the main file's first, as
+ * clang's "In file included from"; a chain deeper than CHAIN_SHOWN levels
+ * shows its ends and the count of those between. */
+enum { CHAIN_SHOWN = 8 };
+
+static void put_import_chain(Compiler *c, Buf *out, int file)
+{
+    int n = 0;
+    for (const SourceFile *sf = source_get(c, file); sf->parent >= 0; sf = source_get(c, sf->parent))
+        n++;
+    const SourceFile **chain = arena_alloc(c->arena, sizeof *chain * (size_t)(n ? n : 1));
+    int i = n;
+    for (const SourceFile *sf = source_get(c, file); sf->parent >= 0; sf = source_get(c, sf->parent))
+        chain[--i] = sf; /* chain[0]: the file the main file imports */
+    for (i = 0; i < n; i++) {
+        if (n > CHAIN_SHOWN && i == CHAIN_SHOWN / 2) {
+            buf_printf(out, "In file imported through %d more files:\n", n - CHAIN_SHOWN);
+            i = n - CHAIN_SHOWN / 2 - 1;
+            continue;
+        }
+        buf_puts(out, "In file imported from ");
+        put_safe(out, source_get(c, chain[i]->parent)->path);
+        buf_printf(out, ":%d:%d:\n", chain[i]->parent_line, chain[i]->parent_col);
+    }
 }
 
 static void render_one(Compiler *c, Buf *out, const Diag *d, bool color);
@@ -332,11 +358,18 @@ void diag_render(Compiler *c, Buf *out, bool color)
     }
     qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
     /* Within a group the context note ("in instance ...") comes last. */
-    for (int g = 0; g < ng; g++)
+    int shown = -1; /* the file whose import chain was printed last */
+    for (int g = 0; g < ng; g++) {
+        const Diag *d = c->diags.items[groups[g].first];
+        if (d->has_range && d->range.file != shown) {
+            shown = d->range.file;
+            put_import_chain(c, out, shown);
+        }
         for (int pass = 0; pass < 2; pass++)
             for (int i = groups[g].first; i < groups[g].first + groups[g].count; i++)
                 if (((const Diag *)c->diags.items[i])->context == (pass == 1))
                     render_one(c, out, c->diags.items[i], color);
+    }
     if (c->nerrors >= MAX_ERRORS)
         buf_printf(out, "%snote:%s too many errors (%d); stopping\n", color ? level_color[DIAG_NOTE] : "",
                    color ? RESET : "", MAX_ERRORS);

@@ -138,6 +138,8 @@ static void load_import(Compiler *c, Item *imp)
     }
     src->parent = imp->name_range.file;
     src->parent_off = imp->name_range.off;
+    src->parent_line = imp->name_range.line;
+    src->parent_col = imp->name_range.col;
     list_push(c->arena, &c->imports, src);
     load_file(c, src);
 }

@@ -105,7 +105,8 @@ typedef struct SourceFile {
     size_t len;
     int id;
     int parent;           /* the file whose import loaded this one (-1: none), */
-    uint32_t parent_off;  /* and the import's offset there: diagnostics sort by it */
+    uint32_t parent_off;  /* and the import's offset there: diagnostics sort by it, */
+    int32_t parent_line, parent_col; /* and its place, for "In file imported from" */
 } SourceFile;
 
 typedef struct Compiler Compiler;

@@ -114,6 +114,32 @@ if [ $rc -ne 1 ] || ! grep -q "^$d/f199.nnk:1:8: error: imports nested too deepl
     fail=$((fail + 1))
 fi
 rm -rf "$d"
+# 100 imports deep, an error in each file past the 60th and in the main
+# one: the order is the source's (an import's file where it is imported,
+# so the deepest first, the main file's last; the key of a chain past 64
+# levels was cut short and mixed them up), each error after its import
+# chain, the main file's first, 8 levels of it shown
+n=$((n + 1))
+d=$(mktemp -d) || exit 1
+i=0
+while [ $i -lt 100 ]; do
+    { printf 'import "f%d.nnk";\n' $((i + 1))
+      [ $i -eq 0 ] || [ $i -ge 60 ] && printf 'elementwise k%d(x: f32[]) -> (y: f32[]) { y = q; }\n' $i; } >"$d/f$i.nnk"
+    i=$((i + 1))
+done
+printf 'elementwise k(x: f32[]) -> (y: f32[]) { y = x; }\n' >"$d/f100.nnk"
+(cd "$d" && "$nnkc" --check --color=never f0.nnk) >/dev/null 2>"$out"
+rc=$?
+got=$(sed -n 's/^\(f[0-9]*\)\.nnk:2:.*error.*/\1/p' "$out" | tr '\n' ' ')
+want=$(i=99; while [ $i -ge 60 ]; do printf 'f%d ' $i; i=$((i - 1)); done; echo 'f0 ')
+chain=$(sed -n '1,9p' "$out" | tr '\n' '|')
+want_chain='In file imported from f0.nnk:1:8:|In file imported from f1.nnk:1:8:|In file imported from f2.nnk:1:8:|In file imported from f3.nnk:1:8:|In file imported through 91 more files:|In file imported from f95.nnk:1:8:|In file imported from f96.nnk:1:8:|In file imported from f97.nnk:1:8:|In file imported from f98.nnk:1:8:|'
+if [ $rc -ne 1 ] || [ "$got" != "$want" ] || [ "$chain" != "$want_chain" ]; then
+    echo "FAIL errors in a chain of 100 imports: exit status $rc, the order"
+    echo "  $got, expected"; echo "  $want; the first chain:"; sed -n '1,10p' "$out"
+    fail=$((fail + 1))
+fi
+rm -rf "$d"
 # a function that calls the one before it twice, 40 deep: every call
 # expanded the body again, 2^40 copies (all of the memory; 1 GB here)
 n=$((n + 1))
