@@ -2,9 +2,11 @@
  * --emit=ast dump.
  *
  * Constructors compute each node's source range from its first and last
- * tokens, and its nesting depth: an expression deeper than
- * NNKC_MAX_NESTING is reported once, where it crosses the limit, and the
- * depth saturates there so later passes can refuse it without recursing. */
+ * tokens, and its nesting as a reader sees it (parentheses, calls,
+ * operands other than a flat chain's: what the walks of later phases
+ * recurse on): an expression nested deeper than NNKC_MAX_NESTING is
+ * reported once, where it crosses the limit, and the nesting saturates
+ * there so later passes can refuse it without recursing. */
 #include "nnkc.h"
 #include "parser.h"
 
@@ -16,26 +18,29 @@ static Expr *new_expr(Compiler *c, ExprKind k, Range r)
     e->kind = (uint8_t)k;
     e->type = T_NONE;
     e->range = r;
-    e->depth = 1;
+    e->nest = 1;
     return e;
 }
 
-static int deeper(int m, const Expr *e)
+/* The deepest nesting of the children so far.  `chain`: the child is a
+ * binary operator's left operand, no deeper to a reader than its parent
+ * (and walked in a loop): `a + b + ... + z` is nested 2 however long,
+ * a + (b + (...)) one more for each parenthesis and each operator. */
+static int deeper(int m, const Expr *e, bool chain)
 {
-    return e && e->depth > m ? e->depth : m;
+    if (!e)
+        return m;
+    int n = e->nest - (chain && !e->paren && e->kind == E_BINARY && e->nest <= NNKC_MAX_NESTING);
+    return n > m ? n : m;
 }
 
-/* m: the depth of the deepest child. */
+/* m: the deepest of the children.  The limit is reported where the
+ * expression crosses it, once: past it a node saturates at limit + 1. */
 static void set_depth(Compiler *c, Expr *e, int m)
 {
-    if (m > NNKC_MAX_NESTING) {
-        e->depth = NNKC_MAX_NESTING + 1;
-    } else if (m + 1 > NNKC_MAX_NESTING) {
-        e->depth = NNKC_MAX_NESTING + 1;
+    e->nest = (uint16_t)(m > NNKC_MAX_NESTING ? NNKC_MAX_NESTING + 1 : m + 1);
+    if (m + 1 == NNKC_MAX_NESTING + 1)
         diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
-    } else {
-        e->depth = (uint16_t)(m + 1);
-    }
 }
 
 Expr *ast_int(Compiler *c, Token t)
@@ -90,7 +95,7 @@ Expr *ast_unary(Compiler *c, Token op, Expr *a)
     e->op = (uint16_t)op_of(op, true);
     e->name_range = op.range;
     e->a = a;
-    set_depth(c, e, deeper(0, a));
+    set_depth(c, e, deeper(0, a, false));
     return e;
 }
 
@@ -101,7 +106,7 @@ Expr *ast_binary(Compiler *c, Expr *a, Token op, Expr *b)
     e->name_range = op.range;
     e->a = a;
     e->b = b;
-    set_depth(c, e, deeper(deeper(0, a), b));
+    set_depth(c, e, deeper(deeper(0, a, true), b, false));
     return e;
 }
 
@@ -111,7 +116,7 @@ Expr *ast_cond(Compiler *c, Expr *cond, Expr *a, Expr *b)
     e->a = cond;
     e->b = a;
     e->c = b;
-    set_depth(c, e, deeper(deeper(deeper(0, cond), a), b));
+    set_depth(c, e, deeper(deeper(deeper(0, cond, false), a, false), b, false));
     return e;
 }
 
@@ -123,15 +128,20 @@ Expr *ast_call(Compiler *c, Token callee, List *args, Token rparen)
     e->args = *args;
     int m = 0;
     for (int i = 0; i < args->n; i++)
-        m = deeper(m, args->items[i]);
+        m = deeper(m, args->items[i], false);
     set_depth(c, e, m);
     return e;
 }
 
+/* Parentheses are no node, but a level of nesting (as clang's bracket depth). */
 Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp)
 {
-    (void)c;
     e->range = range_join(lp.range, rp.range);
+    e->paren = true;
+    if (e->nest == NNKC_MAX_NESTING)
+        diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
+    if (e->nest <= NNKC_MAX_NESTING)
+        e->nest++;
     return e;
 }
 
@@ -140,7 +150,7 @@ Expr *ast_lambda(Compiler *c, Token open, List *names, Expr *body)
     Expr *e = new_expr(c, E_LAMBDA, range_join(open.range, body->range));
     e->args = *names;
     e->a = body;
-    set_depth(c, e, deeper(0, body));
+    set_depth(c, e, deeper(0, body, false));
     return e;
 }
 
@@ -164,10 +174,10 @@ Expr *ast_tuple(Compiler *c, Token lp, List *first, Expr *last, Token rp)
     int d = 0;
     for (int i = 0; i < first->n; i++) {
         list_push(c->arena, &e->args, first->items[i]);
-        d = deeper(d, first->items[i]);
+        d = deeper(d, first->items[i], false);
     }
     list_push(c->arena, &e->args, last);
-    set_depth(c, e, deeper(d, last));
+    set_depth(c, e, deeper(d, last, false));
     return e;
 }
 
@@ -391,7 +401,7 @@ void ast_dump_expr(const Expr *e, Buf *out)
         buf_puts(out, "<null>");
         return;
     }
-    if (e->depth > NNKC_MAX_NESTING) {
+    if (expr_too_deep(e)) {
         buf_puts(out, "<too deep>");
         return;
     }
@@ -408,13 +418,24 @@ void ast_dump_expr(const Expr *e, Buf *out)
         ast_dump_expr(e->a, out);
         buf_puts(out, ")");
         break;
-    case E_BINARY:
-        buf_puts(out, "(");
-        ast_dump_expr(e->a, out);
-        buf_printf(out, " %s ", op_info[e->op].tok);
-        ast_dump_expr(e->b, out);
-        buf_puts(out, ")");
+    case E_BINARY: {
+        /* a flat chain's left spine in a loop (it is as long as the source) */
+        Buf spine = {0};
+        const Expr *s = e;
+        for (; s->kind == E_BINARY && !expr_too_deep(s); s = s->a) {
+            buf_put(&spine, (const char *)&s, sizeof s);
+            buf_puts(out, "(");
+        }
+        ast_dump_expr(s, out);
+        for (size_t i = spine.len / sizeof s; i-- > 0;) {
+            memcpy(&s, spine.data + i * sizeof s, sizeof s);
+            buf_printf(out, " %s ", op_info[s->op].tok);
+            ast_dump_expr(s->b, out);
+            buf_puts(out, ")");
+        }
+        buf_free(&spine);
         break;
+    }
     case E_COND:
         buf_puts(out, "(");
         ast_dump_expr(e->a, out);

@@ -13,7 +13,7 @@
 
 /* Limits of the language, checked with clear errors. */
 enum {
-    NNKC_MAX_NESTING = 256,  /* expression nesting depth */
+    NNKC_MAX_NESTING = 256,  /* expression nesting: parentheses, calls, unary and right operands; a flat chain is 1 */
     NNKC_MAX_PARAMS = 32,    /* tensor parameters + outputs of a kernel (abi.h's NNK_MAX_TENSORS) */
     NNKC_MAX_SCALARS = 32,   /* scalar parameters of a kernel (abi.h's NNK_MAX_SCALARS) */
     NNKC_MAX_GENERICS = 8,   /* type variables of a kernel or func */

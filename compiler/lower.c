@@ -753,10 +753,17 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
         return ir_convert(L, lower(L, e->a), t, (e->op & CAST_ADOPT) != 0);
     case E_UNARY:
         return ir_unary(L, (Op)e->op, t, lower(L, e->a));
-    case E_BINARY:
-        return ir_binary(L, (Op)e->op, t, lower(L, e->a), lower(L, e->b));
-    case E_COND:
-        return ir_select(L, t, lower(L, e->a), lower(L, e->b), lower(L, e->c));
+    /* operands in order, left to right (the order of a call's arguments
+     * is the C compiler's: the nodes and so the code nnkc generates
+     * depended on the compiler that built it) */
+    case E_BINARY: {
+        int32_t a = lower(L, e->a);
+        return ir_binary(L, (Op)e->op, t, a, lower(L, e->b));
+    }
+    case E_COND: {
+        int32_t c = lower(L, e->a), a = lower(L, e->b);
+        return ir_select(L, t, c, a, lower(L, e->c));
+    }
     case E_BUILTIN: {
         int32_t args[3];
         for (int i = 0; i < e->args.n && i < 3; i++)
@@ -800,7 +807,7 @@ static int32_t lower_uncached(Lower *L, const Expr *e)
     }
 }
 
-static int32_t lower(Lower *L, const Expr *e)
+static int32_t lower_one(Lower *L, const Expr *e)
 {
     int32_t id = memo_get(L, e);
     if (id >= 0)
@@ -811,6 +818,29 @@ static int32_t lower(Lower *L, const Expr *e)
     L->at = saved;
     memo_put(L, e, id);
     return id;
+}
+
+/* A flat chain (a + b + ... + z) is as long as the source makes it: its
+ * left spine is lowered first, in a loop from the bottom up, so that each
+ * operator finds its left operand done and the recursion (on the other
+ * operands, nested at most MAX_TYPED_NEST) stays shallow.  The order of
+ * the nodes is the recursion's. */
+static int32_t lower(Lower *L, const Expr *e)
+{
+    if (e->kind == E_BINARY && e->a->kind == E_BINARY && memo_get(L, e) < 0) {
+        int n = 0;
+        for (const Expr *s = e->a; s->kind == E_BINARY && memo_get(L, s) < 0; s = s->a)
+            n++;
+        if (n > 1) {
+            const Expr **spine = arena_alloc(L->c->arena, sizeof *spine * (size_t)n);
+            int i = 0;
+            for (const Expr *s = e->a; i < n; s = s->a)
+                spine[i++] = s;
+            while (i-- > 0)
+                lower_one(L, spine[i]);
+        }
+    }
+    return lower_one(L, e);
 }
 
 IrKernel *lower_instance(Compiler *c, Instance *in)

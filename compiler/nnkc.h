@@ -326,7 +326,11 @@ struct Expr {
     uint8_t vary;      /* typed tree: VARY_* */
     uint16_t op;       /* Op, Builtin, ReducerKind, or cast flags */
     int32_t index;
-    uint16_t depth;    /* nesting depth, bounded by NNKC_MAX_NESTING */
+    uint16_t nest;     /* nesting: what the walks of the tree recurse on (a binary operator's left
+                          operand, a flat chain, is walked in a loop: not counted); the syntax
+                          tree's parentheses count, as a reader sees them; bounded by
+                          NNKC_MAX_NESTING in the syntax tree, 2 * that in the typed one */
+    bool paren;        /* syntax tree: written in parentheses */
     Range range;
     const char *name;  /* E_NAME, E_CALL callee */
     Range name_range;
@@ -335,6 +339,13 @@ struct Expr {
                           lambda: `index` names of a, then of b); E_TUPLE values */
     Value value;       /* E_INT, E_FLOAT, E_BOOL, E_CONST */
 };
+
+/* A syntax tree nested past the limit: reported by the parser, refused by
+ * every later phase without a walk. */
+static inline bool expr_too_deep(const Expr *e)
+{
+    return e->nest > NNKC_MAX_NESTING;
+}
 
 typedef struct TypeRef {
     bool present;
@@ -878,6 +889,7 @@ struct Compiler {
     int nerrors, nwarnings;
     int error_events;         /* every error reported, shown or not */
     int suppress;             /* >0 while errors are being deduplicated */
+    int const_depth;          /* consts being checked, each inside the one that names it */
     const char *context_msg;  /* a note added after each error (instances) */
     Range context_range;
     List items;               /* Item*, every file, in load order */

@@ -143,7 +143,7 @@ static Expr *mk(Ctx *x, ExprKind k, Type t, Range r)
     e->type = (uint8_t)t;
     e->optype = (uint8_t)t;
     e->range = r;
-    e->depth = 1;
+    e->nest = 1;
     return e;
 }
 
@@ -171,25 +171,31 @@ static uint8_t vary_of(const Expr *a, const Expr *b, const Expr *c)
     return v;
 }
 
-/* The typed tree grows with let sharing and func inlining, so its depth is
- * bounded separately from the source nesting (the back ends recurse on it). */
-enum { MAX_TYPED_DEPTH = 2 * NNKC_MAX_NESTING };
+/* The typed tree grows with let sharing and func inlining, so its nesting
+ * is bounded again (the back ends recurse on it), counted as the source's:
+ * a binary operator's left operand is no level (lower() walks a chain in a
+ * loop), every other operand one. */
+enum { MAX_TYPED_NEST = 2 * NNKC_MAX_NESTING };
+
+static int nest_of(const Expr *e, const Expr *kid)
+{
+    return kid ? kid->nest + !(kid == e->a && e->kind == E_BINARY) : 0;
+}
 
 static Expr *finish(Ctx *x, Expr *e)
 {
-    int d = 0;
-    if (e->a && e->a->depth > d) d = e->a->depth;
-    if (e->b && e->b->depth > d) d = e->b->depth;
-    if (e->c && e->c->depth > d) d = e->c->depth;
+    int d = nest_of(e, e->a);
+    if (nest_of(e, e->b) > d) d = nest_of(e, e->b);
+    if (nest_of(e, e->c) > d) d = nest_of(e, e->c);
     for (int i = 0; i < e->args.n; i++)
-        if (((Expr *)e->args.items[i])->depth > d)
-            d = ((Expr *)e->args.items[i])->depth;
-    if (d + 1 > MAX_TYPED_DEPTH) {
+        if (nest_of(e, e->args.items[i]) > d)
+            d = nest_of(e, e->args.items[i]);
+    if (d > MAX_TYPED_NEST) {
         diag_error(x->c, e->range, "expression too deep after expanding lets and functions (the limit is %d levels)",
-                   MAX_TYPED_DEPTH);
+                   MAX_TYPED_NEST);
         return mk_error(x, e->range);
     }
-    e->depth = (uint16_t)(d + 1);
+    e->nest = (uint16_t)(d > 1 ? d : 1);
     return e;
 }
 
@@ -406,9 +412,10 @@ static Expr *check_unary(Ctx *x, Expr *e)
     return finish(x, r);
 }
 
-static Expr *check_binary(Ctx *x, Expr *e)
+/* e's right operand checked, and e made of it and of `a`, its left one checked. */
+static Expr *check_binary_with(Ctx *x, Expr *e, Expr *a)
 {
-    Expr *a = check(x, e->a), *b = check(x, e->b);
+    Expr *b = check(x, e->b);
     if (is_err(a) || is_err(b))
         return mk_error(x, e->range);
     Op op = (Op)e->op;
@@ -452,6 +459,25 @@ static Expr *check_binary(Ctx *x, Expr *e)
     r->b = b;
     r->vary = vary_of(a, b, NULL);
     return finish(x, r);
+}
+
+/* A flat chain (a + b + ... + z: each operator the left operand of the
+ * next) is as long as the source makes it, NNKC_MAX_DEPTH; its left spine
+ * is walked in a loop, bottom up, and only the right operands recurse
+ * (nested as written, at most NNKC_MAX_NESTING). */
+static Expr *check_binary(Ctx *x, Expr *e)
+{
+    int n = 0;
+    for (Expr *s = e; s->kind == E_BINARY && !expr_too_deep(s); s = s->a)
+        n++;
+    Expr **spine = arena_alloc(x->c->arena, sizeof *spine * (size_t)n);
+    int i = 0;
+    for (Expr *s = e; i < n; s = s->a)
+        spine[i++] = s;
+    Expr *a = check(x, spine[n - 1]->a);
+    for (i = n - 1; i >= 0; i--)
+        a = check_binary_with(x, spine[i], a);
+    return a;
 }
 
 static Expr *select_node(Ctx *x, Range range, Expr *cond, Expr *a, Expr *b)
@@ -603,23 +629,26 @@ static Expr *check_builtin_as(Ctx *x, Expr *e, Builtin bi, Type fixed)
     return finish(x, r);
 }
 
-/* The first element-varying leaf of e outside reducers, for error carets. */
+static bool elem_varying(const Expr *e)
+{
+    return e && e->vary == VARY_ELEM && e->kind != E_REDUCE;
+}
+
+/* The first element-varying leaf of e outside reducers, for error carets:
+ * down the first child that varies by element (a loop: a chain is long),
+ * to a parameter or idx, or to the node none of whose children varies. */
 static const Expr *elem_leaf(const Expr *e)
 {
-    if (!e || e->vary != VARY_ELEM || e->kind == E_REDUCE)
+    if (!elem_varying(e))
         return NULL;
-    if (e->kind == E_PARAM || e->kind == E_IDX)
-        return e;
-    const Expr *kids[3] = {e->a, e->b, e->c};
-    for (int i = 0; i < 3; i++) {
-        const Expr *l = elem_leaf(kids[i]);
-        if (l)
-            return l;
-    }
-    for (int i = 0; i < e->args.n; i++) {
-        const Expr *l = elem_leaf(e->args.items[i]);
-        if (l)
-            return l;
+    while (e->kind != E_PARAM && e->kind != E_IDX) {
+        const Expr *next = elem_varying(e->a) ? e->a : elem_varying(e->b) ? e->b : elem_varying(e->c) ? e->c : NULL;
+        for (int i = 0; !next && i < e->args.n; i++)
+            if (elem_varying(e->args.items[i]))
+                next = e->args.items[i];
+        if (!next)
+            break;
+        e = next;
     }
     return e;
 }
@@ -1273,7 +1302,7 @@ static Expr *check_name(Ctx *x, Expr *e)
 
 static Expr *check(Ctx *x, Expr *e)
 {
-    if (e->depth > NNKC_MAX_NESTING)
+    if (expr_too_deep(e))
         return mk_error(x, e->range); /* reported by the parser */
     switch ((ExprKind)e->kind) {
     case E_ERROR:
@@ -1346,10 +1375,20 @@ static Expr *check_const_item(Compiler *c, Item *it)
         it->checked->range = it->name_range;
         return it->checked;
     }
+    /* a const naming one defined after it is checked inside it: a chain
+     * of those written backwards recursed once for each (20,000 overflowed
+     * the stack), now bounded as expressions nest */
+    if (c->const_depth >= NNKC_MAX_NESTING) {
+        diag_error(c, it->name_range, "consts defined in terms of later consts nested too deeply (the limit is %d levels)",
+                   NNKC_MAX_NESTING);
+        return mk_error(&(Ctx){.c = c}, it->name_range);
+    }
     it->state = 1;
     long nodes = 0;
     Ctx x = {.c = c, .nodes = &nodes};
+    c->const_depth++;
     Expr *v = check(&x, it->value);
+    c->const_depth--;
     if (!is_err(v) && it->ty.present) {
         if (it->ty.tensor) {
             diag_error(c, it->ty.range, "a const is a scalar; write '%s: %s'", it->name, it->ty.name);

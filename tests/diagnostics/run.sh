@@ -181,6 +181,31 @@ if [ $rc -ne 0 ]; then
     fail=$((fail + 1))
 fi
 rm -f "$out.nnk"
+# a flat chain of 10,000 terms is nested 2 deep, not 10,000 (it was past
+# the limit of 256): every phase walks it in a loop, within ulimit -s 8192
+# (and under ASan, whose frames are larger: the sanitizer stage runs this
+# too), for each target; a chain of 2,000 consts each defined by the next
+# one (a recursion for each) is an error at the limit, not a crash
+n=$((n + 1))
+awk 'BEGIN { printf "elementwise k(x: f32[]) -> (y: f32[]) {\n    y = x";
+             for (i = 1; i < 10000; i++) printf " + x"; print ";\n}" }' >"$out.nnk"
+for t in c cuda opencl; do
+    (ulimit -s 8192 && "$nnkc" -S --target=$t "$out.nnk" -o "$out.src") >/dev/null 2>"$out"
+    rc=$?
+    if [ $rc -ne 0 ] || [ "$(grep -c ' = t[0-9]* + t[0-9]*;' "$out.src")" -lt 9000 ]; then
+        echo "FAIL a chain of 10,000 terms, --target=$t, under ulimit -s 8192: exit status $rc, expected 0 and 9,999 sums:"; head -3 "$out"
+        fail=$((fail + 1))
+    fi
+done
+awk 'BEGIN { for (i = 0; i < 1999; i++) printf "const k%d = k%d + 1;\n", i, i + 1;
+             print "const k1999 = 1;\nelementwise k(x: f32[]) -> (y: f32[]) { y = x + k0; }" }' >"$out.nnk"
+(ulimit -s 8192 && "$nnkc" --check --color=never "$out.nnk") >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "^$out.nnk:257:7: error: consts defined in terms of later consts nested too deeply (the limit is 256 levels)" "$out"; then
+    echo "FAIL 2,000 consts each defined by the next: exit status $rc, expected 1 and the limit at k256:"; head -3 "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk" "$out.src"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
