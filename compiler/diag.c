@@ -219,6 +219,8 @@ static void put_cols(Buf *out, const Glyph *g, char fill, int skip)
         buf_put(out, &fill, 1);
 }
 
+enum { LINE_SHOWN = 4096 }; /* bytes of a source line shown at most (clang's limit) */
+
 /* The source line, then the caret under `off`, both valid text that
  * nothing in the line can reorder or hide: every character as glyph()
  * prints it, and the caret line as wide as the glyphs before it. */
@@ -237,12 +239,34 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
         end--;
     if (start == 0 && r.off >= source_bom(f))
         start = source_bom(f); /* the byte order mark the lexer skipped: not printed, no column */
+    /* A line longer than LINE_SHOWN bytes (a generated file's, a file of
+     * one line) shows that much around the caret, "..." for the rest:
+     * every error printed all of a 16 MiB line. */
+    bool cut_start = false, cut_end = false;
+    if (end - start > LINE_SHOWN) {
+        size_t ws = r.off - start > LINE_SHOWN / 2 ? r.off - LINE_SHOWN / 2 : start;
+        if (end - ws < LINE_SHOWN)
+            ws = end - LINE_SHOWN;
+        while (ws < r.off && (t[ws] & 0xc0) == 0x80)
+            ws++; /* not inside a character */
+        size_t we = ws + LINE_SHOWN;
+        while (we > r.off && we < end && (t[we] & 0xc0) == 0x80)
+            we--;
+        cut_start = ws > start, cut_end = we < end;
+        start = ws, end = we;
+    }
     Glyph g;
+    if (cut_start)
+        buf_puts(out, "...");
     for (size_t i = start; i < end;) {
         i += glyph(t + i, end - i, &g);
         buf_put(out, g.text, (size_t)g.len);
     }
+    if (cut_end)
+        buf_puts(out, "...");
     buf_put(out, "\n", 1);
+    if (cut_start)
+        buf_puts(out, "   ");
     size_t i = start;
     while (i < r.off && i < end) {
         i += glyph(t + i, end - i, &g);

@@ -206,6 +206,21 @@ if [ $rc -ne 1 ] || ! grep -q "^$out.nnk:257:7: error: consts defined in terms o
     fail=$((fail + 1))
 fi
 rm -f "$out.nnk" "$out.src"
+# a line of 1 MB (a generated file's): each diagnostic shows 4096 bytes of
+# it around the caret, "..." for the rest (all of it was printed, for each
+# error), and the caret is under the culprit
+n=$((n + 1))
+awk 'BEGIN { printf "elementwise k(x: f32[]) -> (y: f32[]) { y = x";
+             for (i = 1; i < 250000; i++) printf " + x"; print " + q + x + x; }" }' >"$out.nnk"
+"$nnkc" --check --color=never "$out.nnk" >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || [ "$(awk 'length($0) > m { m = length($0) } END { print m }' "$out")" -gt 4102 ] ||
+    [ "$(awk 'NR == 2 { print index($0, "q") } NR == 3 { print index($0, "^") }' "$out" | uniq | wc -l)" -ne 1 ]; then
+    echo "FAIL an error in a line of 1 MB: exit status $rc, expected 1, 4096 bytes of the line and the caret under 'q':"
+    cut -c1-100 "$out" | head -4
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
