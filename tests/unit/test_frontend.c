@@ -451,7 +451,7 @@ static void test_ir_verify(void)
     uint8_t t = k->nodes[sel].type;
     k->nodes[sel].type = T_WFLOAT;
     CU_ASSERT(!ir_verify(c, k));
-    CU_ASSERT(has_diag(c, "t.nnk:2:42: error: internal compiler error in 'k': IR value %"));
+    CU_ASSERT(has_diag(c, "t.nnk:2:9: error: internal compiler error in 'k': IR value %"));
     CU_ASSERT(has_diag(c, "has type 'float literal', not a scalar type"));
     k->nodes[sel].type = t;
     int32_t a = k->nodes[sel].a;
