@@ -299,8 +299,9 @@ def test_imaginary_literals():
     for (a, want), text in zip(cases, blocks):
         mul = [line for line in text.splitlines() if " * " in line]
         C.check(mul and mul[0].rstrip().split(": ")[-1].split()[0] == want, "%s * 1j is %s: %s" % (a, want, mul))
-    consts = [line.strip() for line in blocks[-1].splitlines() if "[const]" in line]
-    C.check(consts == ["%0 = (-4.0+2.5j) : c64  [const]"], "2.5 * 1j - 3 + 1j * 1j folded: %s" % consts)
+    # the value's number is the lowering order's, not this test's business
+    consts = [line.strip().split(" = ", 1)[-1] for line in blocks[-1].splitlines() if "[const]" in line]
+    C.check(consts == ["(-4.0+2.5j) : c64  [const]"], "2.5 * 1j - 3 + 1j * 1j folded: %s" % consts)
     x = np.concatenate([rng.uniform(-3, 3, 200), [0.0, -0.0, 1e30, -1e-30]]).astype(np.float32)
     d = rng.uniform(-1e3, 1e3, x.size)
     y, w, s = K().lits(x, d)
