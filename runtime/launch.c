@@ -433,6 +433,16 @@ int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name)
     return 0;
 }
 
+int nnk_kernel_input_is_scalar(const nnk_kernel *k, int32_t i, const char *name)
+{
+    if (!k)
+        return 0;
+    for (int32_t p = 0; p < k->nin; p++)
+        if (name ? strcmp(k->params[p].name, name) == 0 : p == i)
+            return !k->params[p].tensor;
+    return 0;
+}
+
 /* ---- launching ----------------------------------------------------------------------- */
 
 /* Everything one launch works out. */

@@ -11,7 +11,14 @@ import threading as _threading
 
 from . import _nnk
 
-__all__ = ["DeviceInfo", "ExtensionModule", "get_extension_context", "import_extension_module", "list_extensions"]
+__all__ = ["DeviceInfo", "ExtensionModule", "ExtensionNotFoundError", "get_extension_context", "import_extension_module",
+           "list_extensions"]
+
+
+class ExtensionNotFoundError(_nnk.NotFoundError, ImportError):
+    """No such extension: an :class:`nnk.NotFoundError` that is also an
+    ``ImportError``, as NNabla's ``import_extension_module`` raises (it
+    imports ``nnabla_ext.NAME``), so ``except ImportError`` works for both."""
 
 
 def list_extensions():
@@ -57,7 +64,13 @@ def import_extension_module(ext_name):
     with _lock:
         m = _modules.get(ext_name)
         if m is None:
-            m = _modules[ext_name] = ExtensionModule(ext_name)
+            try:
+                m = ExtensionModule(ext_name)
+            except _nnk.NotFoundError as e:
+                err = ExtensionNotFoundError(str(e))
+                err.status, err.name = e.status, ext_name
+                raise err from None
+            _modules[ext_name] = m
         return m
 
 
@@ -65,4 +78,5 @@ def get_extension_context(ext_name, **kw):
     """A :class:`nnk.Context` of extension ``ext_name``: ``device_id`` (int or
     str, default 0), ``type_config`` ('float' or 'half'), and the keys the
     extension adds.  Unknown keys raise :class:`nnk.ArgumentError`."""
+    import_extension_module(ext_name)   # NNabla's order: the module, then its context()
     return _nnk.get_extension_context(ext_name, kw)

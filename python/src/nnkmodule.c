@@ -235,6 +235,8 @@ static int dtype_from_name(const char *s, nnk_dtype *out)
     return -1;
 }
 
+static PyObject *numpy_name;   /* "numpy" */
+
 /* A dtype argument: a name, a numpy dtype (its .name), a type (float, int,
  * bool, np.float32: its __name__), torch.float32 (its str()). */
 static int dtype_arg(PyObject *o, nnk_dtype *out)
@@ -246,7 +248,15 @@ static int dtype_arg(PyObject *o, nnk_dtype *out)
     } else if (PyType_Check(o)) {
         s = PyObject_GetAttrString(o, "__name__");
     } else if (PyObject_HasAttrString(o, "name") && PyObject_HasAttrString(o, "itemsize")) {
-        s = PyObject_GetAttrString(o, "name");   /* numpy.dtype */
+        PyObject *bo = PyObject_GetAttrString(o, "byteorder");   /* numpy.dtype; torch's have none */
+        int swapped = bo && PyUnicode_Check(bo) && PyUnicode_CompareWithASCIIString(bo, PY_LITTLE_ENDIAN ? ">" : "<") == 0;
+        Py_XDECREF(bo);
+        PyErr_Clear();
+        if (swapped) {
+            fail(NNK_EDTYPE, "dtype %R is not in the machine's byte order (nnk computes in native order)", o);
+            return -1;
+        }
+        s = PyObject_GetAttrString(o, "name");
     } else {
         s = PyObject_Str(o);
     }
@@ -261,6 +271,40 @@ static int dtype_arg(PyObject *o, nnk_dtype *out)
     }
     int r = dtype_from_name(c, out);
     Py_DECREF(s);
+    if (r < 0 && !PyType_Check(o)) {
+        /* what numpy.dtype() reads ('f4', '<i8', 'd', np.dtype('=f2')), when
+         * numpy is loaded and the order is the machine's (the names above
+         * are numpy's own, so a name numpy knows means what it means there) */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);   /* dtype_from_name's error, raised if numpy does not know o either */
+        PyObject *np = PyImport_GetModule(numpy_name);
+        PyObject *d = np ? PyObject_CallMethod(np, "dtype", "O", o) : NULL;
+        Py_XDECREF(np);
+        PyObject *bo = d ? PyObject_GetAttrString(d, "byteorder") : NULL;
+        PyObject *nm = bo && PyUnicode_Check(bo) && PyUnicode_GetLength(bo) == 1 &&
+                               strchr(PY_LITTLE_ENDIAN ? "=|<" : "=|>", (int)PyUnicode_READ_CHAR(bo, 0))
+                           ? PyObject_GetAttrString(d, "name") : NULL;
+        const char *n = nm && PyUnicode_Check(nm) ? PyUnicode_AsUTF8(nm) : NULL;
+        nnk_dtype t;
+        int ok = 0;
+        if (n) {
+            for (int i = 0; i < NNK_DTYPE_COUNT && !ok; i++)
+                if (strcmp(n, dtype_table[i].name) == 0)
+                    t = (nnk_dtype)i, ok = 1;
+        }
+        Py_XDECREF(d);
+        Py_XDECREF(bo);
+        Py_XDECREF(nm);
+        PyErr_Clear();
+        if (ok) {
+            Py_XDECREF(et);
+            Py_XDECREF(ev);
+            Py_XDECREF(tb);
+            *out = t;
+            return 0;
+        }
+        PyErr_Restore(et, ev, tb);
+    }
     return r;
 }
 
@@ -541,8 +585,24 @@ static PyGetSetDef context_getset[] = {
     {0},
 };
 
+/* A context is immutable: copy.copy and copy.deepcopy give it back (NNabla
+ * scripts copy the default context before they change a copy's fields). */
+static PyObject *context_copy(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return self;
+}
+
+static PyMethodDef context_methods[] = {
+    {"__copy__", context_copy, METH_NOARGS, "the context itself (contexts are immutable)"},
+    {"__deepcopy__", context_copy, METH_O, "the context itself (contexts are immutable)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nnk.Context",
+    .tp_methods = context_methods,
     .tp_basicsize = sizeof(ContextObject),
     .tp_dealloc = (destructor)context_dealloc,
     .tp_repr = (reprfunc)context_repr,
@@ -1709,6 +1769,9 @@ static int import_numpy_fields(PyObject *o, int writable, Imported *im)
 /* o as an nnk_array: 1 done (im filled), 0 not an array (no error: a
  * scalar, say), -1 error.  view: storage for a buffer export, released by
  * imported_release. */
+static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx, *str_shape;
+static PyObject *str_array_interface, *str_array_struct;
+
 static int import_object(PyObject *o, int writable, Py_buffer *view, Imported *im)
 {
     *im = (Imported){0};
@@ -1737,6 +1800,18 @@ static int import_object(PyObject *o, int writable, Py_buffer *view, Imported *i
         return import_dlpack(o, writable, im);
     if (PyObject_CheckBuffer(o))
         return import_buffer(o, writable, view, im);
+    if ((PyObject_HasAttr((PyObject *)Py_TYPE(o), str_array_interface) || PyObject_HasAttr(o, str_array_interface) ||
+         PyObject_HasAttr(o, str_array_struct)) && numpy_lookup()) {
+        /* numpy's array interface (an object that only describes its memory):
+         * numpy.asarray makes the view of that memory, not a copy; the import
+         * holds its own reference to the view, which holds the object */
+        PyObject *v = PyObject_CallOneArg(np_asarray, o);
+        if (!v)
+            return -1;
+        int r = is_numpy_array(v) ? import_object(v, writable, view, im) : 0;
+        Py_DECREF(v);
+        return r;
+    }
     return 0;
 }
 
@@ -1756,7 +1831,7 @@ typedef struct {
 
 #define MAX_ARRAY_ARGS (2 * NNK_MAX_TENSORS)   /* more cannot bind: the runtime refuses them */
 
-static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx, *str_shape;
+
 
 /* A scalar argument: 1 added, 0 not a number, -1 error. */
 static int add_scalar(nnk_args *A, const char *name, PyObject *o)
@@ -1803,6 +1878,38 @@ static int add_scalar(nnk_args *A, const char *name, PyObject *o)
     return 0;
 }
 
+/* A 0-d array (numpy's, nnk.Array, a torch tensor: anything with ndim 0 and
+ * item()) for a scalar parameter: its value, as the numpy scalar of its dtype
+ * would be (nnk's reductions return 0-d arrays, which feed scalar parameters
+ * so).  1 added, 0 not a 0-d array, -1 error.  Python and numpy scalars are
+ * add_scalar's; an array of another rank stays the runtime's error. */
+static int add_zero_d(nnk_args *A, const char *name, PyObject *o)
+{
+    if (PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o) || PyUnicode_Check(o) || o == Py_None ||
+        is_numpy_scalar(o))
+        return 0;
+    PyObject *nd = PyObject_GetAttrString(o, "ndim");
+    if (!nd) {
+        PyErr_Clear();
+        return 0;
+    }
+    long n = PyLong_Check(nd) ? PyLong_AsLong(nd) : -1;
+    Py_DECREF(nd);
+    if (n != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *item = PyObject_CallMethod(o, "item", NULL);
+    if (!item)
+        return -1;
+    int r = add_scalar(A, name, item);
+    Py_DECREF(item);
+    if (r == 0)
+        fail(NNK_EDTYPE, "the 0-d %.100s given for scalar parameter '%s' has no number (item() is not one)",
+             Py_TYPE(o)->tp_name, name ? name : "?");
+    return r == 0 ? -1 : r;
+}
+
 typedef struct {
     Imported im[MAX_ARRAY_ARGS];
     Py_buffer views[MAX_ARRAY_ARGS];
@@ -1824,6 +1931,30 @@ static int add_arg(nnk_args *A, const nnk_kernel *k, const char *name, Py_ssize_
     Imported *im = &ca->im[ca->n];
     /* an inout parameter's array is written: imported as out= is */
     int inout = pos <= INT32_MAX && nnk_kernel_input_is_inout(k, (int32_t)pos, name);
+    int scalar = pos <= INT32_MAX && nnk_kernel_input_is_scalar(k, (int32_t)pos, name);
+    if (scalar) {
+        int r = add_zero_d(A, name, o);
+        if (r)
+            return r < 0 ? -1 : 0;
+    } else if (!inout && is_numpy_scalar(o) && (name ? nnk_kernel_param_index(k, name) >= 0 && nnk_kernel_param_index(k, name) <
+                                                                                          nnk_kernel_input_count(k)
+                                           : pos < nnk_kernel_input_count(k))) {
+        /* np.float32(2) for a tensor input: the 0-d array of its dtype (numpy's
+         * ufuncs take it so; a numpy scalar is typed, not weak, under NEP 50).
+         * The import holds its own reference to the temporary. */
+        PyObject *tmp = numpy_lookup() ? PyObject_CallOneArg(np_asarray, o) : NULL;
+        if (!tmp)
+            return -1;
+        int r = import_object(tmp, inout, &ca->views[ca->n], im);
+        Py_DECREF(tmp);
+        if (r < 0)
+            return -1;
+        if (r > 0) {
+            ca->n++;
+            ca->numpy = 1;
+            return check(name ? nnk_args_named_array(A, name, im->a) : nnk_args_array(A, im->a));
+        }
+    }
     int r = import_object(o, inout, &ca->views[ca->n], im);
     if (r < 0)
         return -1;
@@ -2595,7 +2726,7 @@ static PyObject *fn_new_array(PyObject *args, PyObject *kwds, int zeros)
         return NULL;
     int64_t shape[NNK_MAX_DIMS];
     Py_ssize_t n;
-    PyObject *seq = PyLong_Check(shapeo) ? PyTuple_Pack(1, shapeo) : PySequence_Tuple(shapeo);
+    PyObject *seq = PyIndex_Check(shapeo) ? PyTuple_Pack(1, shapeo) : PySequence_Tuple(shapeo);   /* 3, np.int64(3) */
     if (!seq)
         return NULL;
     n = PyTuple_GET_SIZE(seq);
@@ -2706,6 +2837,7 @@ PyMODINIT_FUNC PyInit__nnk(void)
 {
     if (intern(&str_out, "out") < 0 || intern(&str_axis, "axis") < 0 || intern(&str_keepdims, "keepdims") < 0 ||
         intern(&str_shape, "shape") < 0 ||
+        intern(&str_array_interface, "__array_interface__") < 0 || intern(&str_array_struct, "__array_struct__") < 0 ||
         intern(&str_ctx, "ctx") < 0 || intern(&str_dlpack, "__dlpack__") < 0 ||
         intern(&str_dlpack_device, "__dlpack_device__") < 0 || intern(&str_max_version, "max_version") < 0 ||
         intern(&numpy_name, "numpy") < 0 || !(max_version_1 = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)))

@@ -1896,6 +1896,8 @@ static void test_abi_raw_inout(void)
     CU_ASSERT_EQUAL(nnk_kernel_input_count(k), 2);
     CU_ASSERT(nnk_kernel_input_is_inout(k, 1, NULL) && nnk_kernel_input_is_inout(k, 0, "y"));
     CU_ASSERT(!nnk_kernel_input_is_inout(k, 0, NULL) && !nnk_kernel_input_is_inout(k, 0, "x"));
+    CU_ASSERT(!nnk_kernel_input_is_scalar(k, 0, NULL) && !nnk_kernel_input_is_scalar(k, 0, "y") &&
+              !nnk_kernel_input_is_scalar(k, 2, NULL) && !nnk_kernel_input_is_scalar(NULL, 0, NULL));
     float x[3] = {1, 2, 3}, yv[3] = {10, 20, 30};
     nnk_array *ax = host_f32(1, ks, x), *ay = host_f32(1, ks, yv);
     nnk_args_reset(a);

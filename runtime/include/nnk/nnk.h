@@ -315,6 +315,10 @@ int32_t nnk_kernel_output_count(const nnk_kernel *k);
  * NULL, is an inout parameter: the launch writes its array (its output
  * too, after the declared outputs).  0 for no such input. */
 int nnk_kernel_input_is_inout(const nnk_kernel *k, int32_t i, const char *name);
+/* Whether input i (or the input named `name`) is a scalar parameter (the
+ * Python module reads a 0-d array given for one as its value).  0 for no
+ * such input. */
+int nnk_kernel_input_is_scalar(const nnk_kernel *k, int32_t i, const char *name);
 /* The index of the parameter (inputs, then outputs) named `name`, or -1. */
 int32_t nnk_kernel_param_index(const nnk_kernel *k, const char *name);
 
