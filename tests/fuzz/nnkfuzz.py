@@ -50,7 +50,10 @@ UBSAN = ["-fsanitize=undefined", "-fno-sanitize-recover=undefined"]
 WARN_ENV = os.environ.get("NNKFUZZ_WARNINGS")
 WARN_EVERY = 3
 WARNINGS = WARN_ENV == "1"
-CUDA_RAW = os.environ.get("NNKFUZZ_CUDA_RAW") == "1"     # once the CUDA back end has raw parameters
+CUDA_RAW = os.environ.get("NNKFUZZ_CUDA_RAW") == "1"     # every CUDA batch with raw parameters (else --cuda-raw-every)
+# the runtime paths of the current batch (rtpaths.py): {"kinds": [module, jitfn, opencl], "cl_O0": bool}
+RT = {}
+RT_COUNT = {}   # programs run on each runtime path
 CC_CPU = [0.0]  # CPU seconds of the C compiler (the host builds), for the summary
 NOTES = []      # (kind, seed): what the campaign met that is not nnk's failure (the C compiler's bugs)
 
@@ -507,6 +510,8 @@ def check_program(mod, prog, seed, emu=False):
             for x, y in zip(outs, again):
                 if np.asarray(x).tobytes() != np.asarray(y).tobytes():
                     raise Failure("nondeterministic", "%s: two runs give different bytes" % name)
+            if RT.get("kinds"):
+                rtpaths().check(prog, b, cargs, kw, outs, shape, ref, perts, raxes, seed, trial, compare, Failure)
             if emu and trial == 0:
                 got = EMU_SEEN.pop() if EMU_SEEN else None
                 if got is not None:
@@ -516,6 +521,11 @@ def check_program(mod, prog, seed, emu=False):
 
 
 AVOID = set(gen.AVOID_DEFAULT)
+
+
+def rtpaths():
+    import rtpaths as R
+    return R
 
 
 def in_place(prog, b, kern, args, outs, kw, ref, perts, shape, raxes, rng):
@@ -686,6 +696,8 @@ def exec_batch(so, cfile, progs, seeds, emu_so=None):
         mod = C.Module(so, cfile)
         if emu_so:
             attach_emu(mod, emu_so)
+        if RT.get("kinds"):
+            rtpaths().begin(RT, cfile[:-2] + ".nnk", progs, list(RT.get("extra", ())), seeds)
         res = {}
         np.seterr(all="ignore")
         for i, (p, s) in enumerate(zip(progs, seeds)):
@@ -696,8 +708,13 @@ def exec_batch(so, cfile, progs, seeds, emu_so=None):
             except Exception as e:  # noqa: BLE001 - a harness error is reported too
                 res[str(i)] = ["harness", "%s\n%s" % (e, traceback.format_exc())]
             EMU_SEEN.clear()
+        if RT.get("kinds"):
+            res["rt"] = rtpaths().counts()
         return res
-    return run_child(body, TIMEOUT * (1 + len(progs) // 4))
+    res = run_child(body, TIMEOUT * (1 + len(progs) // 4) * (4 if RT.get("kinds") else 1))
+    for k, n in (res.pop("rt", {}) if isinstance(res, dict) else {}).items():
+        RT_COUNT[k] = RT_COUNT.get(k, 0) + n
+    return res
 
 
 def attach_emu(mod, emu_so):
@@ -993,9 +1010,11 @@ def run_cases(files, a):
         with open(fn) as f:
             case = json.load(f)
         warn = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
-        groups.setdefault((warn, tuple(case.get("nnkc_args", []))), []).append((fn, case))
+        rt = case.get("rt") or {}
+        groups.setdefault((warn, tuple(case.get("nnkc_args", [])), tuple(rt.get("kinds", ())),
+                           bool(rt.get("cl_O0"))), []).append((fn, case))
     failed = {}
-    for gi, ((warn, extra), cases) in enumerate(sorted(groups.items())):
+    for gi, ((warn, extra, kinds, cl_o0), cases) in enumerate(sorted(groups.items())):
         WARNINGS = warn
         progs, seeds = [], []
         for ci, (fn, case) in enumerate(cases):
@@ -1005,6 +1024,10 @@ def run_cases(files, a):
         cuda = any(case.get("cuda") for _, case in cases)
         path = os.path.join(WORK, "case%d-%d.nnk" % (os.getpid(), gi))
         for opt in ("-O0", "-O2", "-O2 " + NATIVE, "-O0 " + " ".join(UBSAN) + " " + NATIVE):
+            # the runtime paths (rtpaths.py) once, with the first build
+            RT.clear()
+            if kinds and opt == "-O0":
+                RT.update(kinds=list(kinds), cl_O0=cl_o0, extra=list(extra))
             for i, k, m in check_batch(progs, seeds, path, opt, emu=cuda and opt == "-O0", extra=list(extra)):
                 names = [os.path.basename(cases[i][0])] if i is not None else [os.path.basename(c[0]) for c in cases]
                 for name in names:
@@ -1039,8 +1062,10 @@ def campaign(a):
             break
         n = a.batch if not a.count else min(a.batch, a.count - nprog)
         emu = a.cuda_every > 0 and bi % a.cuda_every == a.cuda_every - 1
-        # the CUDA back end refuses raw parameters and index(d) (yet)
-        b = Batch(a.seed, bi, n, avoid + (["raw"] if emu and not CUDA_RAW else []), a.size)
+        # raw parameters and index(d) in every --cuda-raw-every'th CUDA batch
+        raw = CUDA_RAW or (a.cuda_raw_every > 0 and (bi // max(a.cuda_every, 1)) % a.cuda_raw_every == 0)
+        b = Batch(a.seed, bi, n, avoid + (["raw"] if emu and not raw else []), a.size)
+        set_rt(a, bi, b.extra)
         path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
         opt = a.opt if a.opt else batch_opt(bi)
         WARNINGS = WARN_ENV == "1" or (WARN_ENV != "0" and bi % WARN_EVERY == 0)
@@ -1057,6 +1082,7 @@ def campaign(a):
             if i is not None:
                 rec["tree"] = gen.to_json(b.progs[i])
                 rec["cuda"] = emu
+                rec["rt"] = {k: v for k, v in RT.items() if k != "extra"}
                 rec["opt"] = opt
                 rec["nnkc_args"] = b.extra
             if a.minimize and i is not None:
@@ -1083,7 +1109,24 @@ def campaign(a):
         cpu, nprog / max(cpu, 1e-9), CC_CPU[0]), flush=True)
     if NOTES:
         print("# nnkfuzz: notes (not failures of nnk): %s" % ", ".join("%s %s" % n for n in NOTES), flush=True)
+    if RT_COUNT:
+        print("# nnkfuzz: runtime paths (rtpaths.py): %s" % ", ".join(
+            "%s %d programs" % kv for kv in sorted(RT_COUNT.items())), flush=True)
     return 1 if nfail else 0
+
+
+def set_rt(a, bi, extra):
+    """The runtime paths of batch bi (rtpaths.py): the cpu runtime's
+    (module and jitfn) every --jit-every'th batch, opencl every
+    --opencl-every'th, half of those with -cl-opt-disable."""
+    kinds = []
+    if a.jit_every > 0 and bi % a.jit_every == a.jit_every // 2:
+        kinds += ["module", "jitfn"]
+    if a.opencl_every > 0 and bi % a.opencl_every == a.opencl_every // 3:
+        kinds.append("opencl")
+    RT.clear()
+    if kinds:
+        RT.update(kinds=kinds, cl_O0=(bi // max(a.opencl_every, 1)) % 2 == 1, extra=list(extra))
 
 
 def main():
@@ -1093,6 +1136,11 @@ def main():
     ap.add_argument("--seconds", type=float, default=0)
     ap.add_argument("--batch", type=int, default=24)
     ap.add_argument("--cuda-every", type=int, default=0)
+    ap.add_argument("--cuda-raw-every", type=int, default=2,
+                    help="every Kth CUDA batch with raw parameters (NNKFUZZ_CUDA_RAW=1: every one)")
+    ap.add_argument("--jit-every", type=int, default=6,
+                    help="every Kth batch also through the cpu runtime: nnk.compile/nnk_launch and jit functions")
+    ap.add_argument("--opencl-every", type=int, default=12, help="every Kth batch also on OpenCL (PoCL)")
     ap.add_argument("--avoid", default=None)
     ap.add_argument("--opt", default=None)
     ap.add_argument("--size", type=float, default=1.0)
