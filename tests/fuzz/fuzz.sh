@@ -4,7 +4,8 @@
 # generated programs (NNKFUZZ_COUNT, default 240, seed NNKFUZZ_SEED,
 # default 1), each compiled with nnkc, run through the C back end, and
 # compared with the numpy oracle; every 5th batch also on the CUDA
-# emulation layer.  Exit 77 (skipped) without a python3 with numpy.
+# emulation layer (every other one with raw parameters); then a slice
+# through the runtime paths.  Exit 77 (skipped) without a python3 with numpy.
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 py=${PYTHON_NUMPY:-}
@@ -27,6 +28,19 @@ if [ -e "$1" ]; then
 	"$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --case "$@" || status=1
 fi
 "$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --seed "${NNKFUZZ_SEED:-1}" --count "${NNKFUZZ_COUNT:-240}" \
-	--batch 24 --cuda-every 5 --quiet || status=1
+	--batch 24 --cuda-every 5 --jit-every 0 --opencl-every 0 --quiet || status=1
+# the runtime paths (rtpaths.py: nnk.compile/nnk_launch and jit functions on
+# cpu, OpenCL on PoCL; about 10 CPU seconds): a slice of their own.  Without
+# the Python package or an OpenCL device they are skipped, saying so, unless
+# NNK_OPENCL_REQUIRED=1 (CI), as tests/opencl does.  A sanitizer build runs
+# them in its plain twin (Python, numpy and PoCL are not instrumented, and
+# an instrumented libnnk cannot load into them: tests/opencl/conformance.sh)
+case "${SAN_FLAGS:-}" in
+*sanitize=*)
+	echo "fuzz: the runtime paths: SKIP in a sanitizer build (they run in the plain build)" ;;
+*)
+	"$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --seed "${NNKFUZZ_SEED:-1}" --count "${NNKFUZZ_RT_COUNT:-16}" \
+		--batch 16 --jit-every 1 --opencl-every 1 --quiet || status=1 ;;
+esac
 echo "fuzz: $(( $(date +%s) - start ))s"
 exit $status

@@ -54,6 +54,7 @@ CUDA_RAW = os.environ.get("NNKFUZZ_CUDA_RAW") == "1"     # every CUDA batch with
 # the runtime paths of the current batch (rtpaths.py): {"kinds": [module, jitfn, opencl], "cl_O0": bool}
 RT = {}
 RT_COUNT = {}   # programs run on each runtime path
+RT_SKIPPED = {}  # the runtime paths not available: why
 CC_CPU = [0.0]  # CPU seconds of the C compiler (the host builds), for the summary
 NOTES = []      # (kind, seed): what the campaign met that is not nnk's failure (the C compiler's bugs)
 
@@ -501,6 +502,8 @@ def check_program(mod, prog, seed, emu=False):
                 if oob and not unsure and rc != ERANGE:
                     raise Failure("miscompile", "%s (shape %s): an index out of range, but the call returned %d, "
                                   "not NNK_ERANGE (%d): %s" % (name, shape, rc, ERANGE, " ".join(sorted(ref["oob"]))))
+                if oob and not unsure and RT.get("kinds"):
+                    rtpaths().check_range(prog, b, fresh(prog, cargs), kw, shape, Failure)
                 continue
             outs = call(kern, name, *fresh(prog, cargs), **kw)
             outs = list(outs) if isinstance(outs, tuple) else [outs]
@@ -712,8 +715,13 @@ def exec_batch(so, cfile, progs, seeds, emu_so=None):
             res["rt"] = rtpaths().counts()
         return res
     res = run_child(body, TIMEOUT * (1 + len(progs) // 4) * (4 if RT.get("kinds") else 1))
-    for k, n in (res.pop("rt", {}) if isinstance(res, dict) else {}).items():
+    rt = res.pop("rt", {}) if isinstance(res, dict) else {}
+    for k, n in rt.get("programs", {}).items():
         RT_COUNT[k] = RT_COUNT.get(k, 0) + n
+    for k, why in rt.get("skipped", {}).items():
+        if k not in RT_SKIPPED:
+            RT_SKIPPED[k] = why
+            print("# nnkfuzz: the runtime path %s: SKIP: %s" % (k, why), flush=True)
     return res
 
 
@@ -1026,7 +1034,8 @@ def run_cases(files, a):
         for opt in ("-O0", "-O2", "-O2 " + NATIVE, "-O0 " + " ".join(UBSAN) + " " + NATIVE):
             # the runtime paths (rtpaths.py) once, with the first build
             RT.clear()
-            if kinds and opt == "-O0":
+            # (a sanitizer build: as fuzz.sh, they run in the plain build)
+            if kinds and opt == "-O0" and "sanitize=" not in os.environ.get("SAN_FLAGS", ""):
                 RT.update(kinds=list(kinds), cl_O0=cl_o0, extra=list(extra))
             for i, k, m in check_batch(progs, seeds, path, opt, emu=cuda and opt == "-O0", extra=list(extra)):
                 names = [os.path.basename(cases[i][0])] if i is not None else [os.path.basename(c[0]) for c in cases]

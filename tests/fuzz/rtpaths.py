@@ -318,7 +318,7 @@ def cargs_with(args, bufs):
 # ---- the hooks of nnkfuzz.py ---------------------------------------------------------------
 
 PROGS = {}      # id(prog) -> [Program] of the current batch (in the fuzzer's child)
-NOTED = set()
+SKIPPED = {}    # kind -> why it is not available (reported by the parent)
 
 
 def begin(cfg, path, progs, extra, seeds):
@@ -334,9 +334,7 @@ def begin(cfg, path, progs, extra, seeds):
         try:
             context(kind)
         except Unavailable as e:
-            if kind not in NOTED:
-                NOTED.add(kind)
-                print("# rtpaths: %s skipped: %s" % (kind, e), file=sys.stderr, flush=True)
+            SKIPPED[kind] = str(e)
             kinds.remove(kind)
     for p, s in zip(progs, seeds):
         ks = []
@@ -366,5 +364,26 @@ def check(prog, b, args, kw, c_outs, shape, ref, perts, raxes, seed, trial, comp
             compare(prog, prog.instance_name(b), outs, ref, perts, what, shape, raxes)
 
 
+def check_range(prog, b, args, kw, shape, failure):
+    """A call with an index out of range (the C back end returned
+    NNK_ERANGE): each path must raise nnk.RangeError (NNK_ERANGE)."""
+    nnk = nnk_pkg()
+    for pp in PROGS.get(id(prog), ()):
+        if not bound_by_tensors(prog, b):
+            continue
+        try:
+            pp.kernel()
+            call(pp, prog, b, args, kw, shape)
+        except Fail as f:
+            raise failure(f.kind, f.msg)
+        except nnk.RangeError:
+            continue
+        except nnk.Error as e:
+            raise failure("miscompile", "%s on %s: an index out of range, but %s: %s" % (
+                prog.instance_name(b), pp.kind, type(e).__name__, e))
+        raise failure("miscompile", "%s on %s: an index out of range, but the call returned" % (
+            prog.instance_name(b), pp.kind))
+
+
 def counts():
-    return dict(STATS)
+    return {"programs": dict(STATS), "skipped": dict(SKIPPED)}
