@@ -309,7 +309,11 @@ class EmuStrided:
             # (a complex one is an nnk_c64 / nnk_c128 structure: the member as it is)
             setattr(sc[i], C.nnkabi.MEMBER[p.dtype], a if p.dtype in ("c64", "c128") else a.value)
         vptrs = (ctypes.c_void_p * len(views))(*[ctypes.addressof(v) for v in views])
-        reduced = (ctypes.c_uint8 * len(views))(*([0] * nin + [int(p.reduced) for p in k.outputs]))
+        # (a raw input is no part of the iteration space: emu_backend.cc
+        # learns it from NAME__cu_raw, which only an instance whose kernels
+        # read raw parameters has; one that reads none still has the view)
+        reduced = (ctypes.c_uint8 * len(views))(*([int(p.raw) for p in k.inputs if p.tensor] +
+                                                  [int(p.reduced) for p in k.outputs]))
         outs = [_view_array(v, C.NP[p.dtype]) for v, p in zip(views[nin:], k.outputs)]
         # (the inputs scale the tolerances; a raw view may be hostile, strides past any buffer: not mapped)
         ins = [np.zeros(0) if p.raw else _view_array(v, C.NP[p.dtype])[0]
