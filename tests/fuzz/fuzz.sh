@@ -30,7 +30,7 @@ fi
 "$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --seed "${NNKFUZZ_SEED:-1}" --count "${NNKFUZZ_COUNT:-240}" \
 	--batch 24 --cuda-every 5 --jit-every 0 --opencl-every 0 --quiet || status=1
 # the runtime paths (rtpaths.py: nnk.compile/nnk_launch and jit functions on
-# cpu, OpenCL on PoCL; about 10 CPU seconds): a slice of their own.  Without
+# cpu, OpenCL on PoCL; about 12 CPU seconds): a slice of their own.  Without
 # the Python package or an OpenCL device they are skipped, saying so, unless
 # NNK_OPENCL_REQUIRED=1 (CI), as tests/opencl does.  A sanitizer build runs
 # them in its plain twin (Python, numpy and PoCL are not instrumented, and
@@ -39,8 +39,8 @@ case "${SAN_FLAGS:-}" in
 *sanitize=*)
 	echo "fuzz: the runtime paths: SKIP in a sanitizer build (they run in the plain build)" ;;
 *)
-	"$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --seed "${NNKFUZZ_SEED:-1}" --count "${NNKFUZZ_RT_COUNT:-16}" \
-		--batch 16 --jit-every 1 --opencl-every 1 --quiet || status=1 ;;
+	"$py" "$top_srcdir/tests/fuzz/nnkfuzz.py" --seed "${NNKFUZZ_SEED:-1}" --count "${NNKFUZZ_RT_COUNT:-8}" \
+		--batch 8 --jit-every 1 --opencl-every 1 --quiet || status=1 ;;
 esac
 echo "fuzz: $(( $(date +%s) - start ))s"
 exit $status

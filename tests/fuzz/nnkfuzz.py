@@ -1135,7 +1135,7 @@ def set_rt(a, bi, extra):
         kinds.append("opencl")
     RT.clear()
     if kinds:
-        RT.update(kinds=kinds, cl_O0=(bi // max(a.opencl_every, 1)) % 2 == 1, extra=list(extra))
+        RT.update(kinds=kinds, cl_O0=(bi // max(a.opencl_every, 1)) % 2 == 0, extra=list(extra))
 
 
 def main():
