@@ -207,7 +207,7 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
             # where(c, a, a): c's value cannot matter, and the compiler
             # may not compute it (language.md: such a raw read is not made)
             return live(e[3]) or (branches and live(e[2]))
-        if e[0] == "sel" and const_cond(e[2], bound):
+        if e[0] == "sel" and const_cond(e[2], bound, prog.funcs):
             # a constant condition: the folder keeps one branch (which one
             # is not worked out here, so neither counts)
             return live(e[2]) or (branches and (live(e[3]) or live(e[4])))
@@ -224,19 +224,25 @@ def uncast(e):
     return e
 
 
-def const_cond(c, bound=None):
+def const_cond(c, bound=None, funcs=None, fparams=None):
     """Whether condition c folds to a constant: it reads consts, literals,
     and lets and outputs read back that fold (let u = 10.; where(u, ...)),
+    and calls of funcs (given funcs) whose body folds with the arguments
+    it reads (func f(p0, p1) = trunc(0.001); where(f(idx, x), ...)),
     nothing else."""
     bound = bound or {}
-    for _, n in gen.nodes(c):
-        if n[0] == "name" and n[1] in ("let", "out") and n[2] in bound:
-            if not const_cond(bound[n[2]], bound):
-                return False
-        elif n[0] in ("name", "idx", "n", "red", "reduce", "treduce", "raw", "shape", "index") and \
-                not (n[0] == "name" and n[1] == "const"):
-            return False
-    return True
+    if c[0] == "fcall" and funcs and c[1] in funcs:
+        f = funcs[c[1]]
+        ps = {pn: const_cond(a, bound, funcs, fparams) for (pn, _), a in zip(f.params, c[2])}
+        return const_cond(f.body, bound, funcs, ps)
+    if c[0] == "name" and c[1] == "fparam" and fparams is not None:
+        return fparams.get(c[2], False)
+    if c[0] == "name" and c[1] in ("let", "out") and c[2] in bound:
+        return const_cond(bound[c[2]], bound, funcs, fparams)
+    if c[0] in ("name", "idx", "n", "red", "reduce", "treduce", "raw", "shape", "index") and \
+            not (c[0] == "name" and c[1] == "const"):
+        return False
+    return all(const_cond(x, bound, funcs, fparams) for _, x in gen.children(c))
 
 
 def reads(e, pn):
