@@ -2105,9 +2105,24 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
     ca->n = 0;
     ca->numpy = 0;
     ca->ninout = 0;
-    PyObject *result = NULL, *out = NULL, *ctx_hold = NULL;
+    PyObject *result = NULL, *out = NULL, *ctx_hold = NULL, *out_hold = NULL;
     Py_ssize_t ngiven = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++)
+    /* positional arguments past the inputs are outputs, as numpy's
+     * np.add(a, b, out) and CuPy's kernel(x, y, z) take them */
+    Py_ssize_t nin = nnk_kernel_input_count(self->k), npos = nargs;
+    if (nargs > nin && nargs - nin <= nnk_kernel_output_count(self->k)) {
+        npos = nin;
+        ngiven = nargs - nin;
+        if (!(out = out_hold = PyTuple_New(ngiven)))
+            goto done;
+        for (Py_ssize_t i = 0; i < ngiven; i++) {
+            Py_INCREF(args[nin + i]);
+            PyTuple_SET_ITEM(out_hold, i, args[nin + i]);
+            if (add_out(A, args[nin + i], ca) < 0)
+                goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < npos; i++)
         if (add_arg(A, self->k, NULL, i, args[i], ca) < 0)
             goto done;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -2116,6 +2131,10 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
         if (kw_is(name, str_out)) {
             if (v == Py_None)
                 continue;
+            if (out) {
+                fail(NNK_EINVAL, "kernel '%s': outputs given both positionally and as out=", nnk_kernel_name(self->k));
+                goto done;
+            }
             out = v;
             if (PyTuple_Check(v) || PyList_Check(v)) {
                 ngiven = PySequence_Fast_GET_SIZE(v);
@@ -2214,6 +2233,7 @@ done:
     for (int i = 0; i < ca->n; i++)
         imported_release(&ca->im[i]);
     Py_XDECREF(ctx_hold);
+    Py_XDECREF(out_hold);
     return result;
 }
 

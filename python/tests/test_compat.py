@@ -92,3 +92,18 @@ def test_nnabla_ext_utils_misc(ext_name):
     ext.device_synchronize(ds[0])
     ctx = ext_utils.get_extension_context(ext_name, device_id=ds[0])
     assert ctx.device_id == ds[0]
+
+
+def test_positional_outputs(add, two):
+    # numpy's np.add(a, b, out) and CuPy's kernel(x, y, z): after every input
+    x = np.ones(3, np.float32)
+    o, o2 = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    assert add(x, x, 2.0, o) is o and o.tolist() == [3, 3, 3]
+    a, b = two(x, o, o2)
+    assert a is o and b is o2 and o.tolist() == [2, 2, 2] and o2.tolist() == [2, 2, 2]
+    with pytest.raises(nnk.ArgumentError, match="both positionally and as out="):
+        add(x, x, 2.0, o, out=o)
+    with pytest.raises(nnk.ArgumentError, match="out: expected a writable array"):
+        add(x, x, 2.0, 3.0)
+    with pytest.raises(nnk.ArgumentError, match="takes 3 inputs but 5 were given"):
+        add(x, x, 2.0, o, o)
