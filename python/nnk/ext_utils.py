@@ -78,5 +78,9 @@ def get_extension_context(ext_name, **kw):
     """A :class:`nnk.Context` of extension ``ext_name``: ``device_id`` (int or
     str, default 0), ``type_config`` ('float' or 'half'), and the keys the
     extension adds.  Unknown keys raise :class:`nnk.ArgumentError`."""
+    if ext_name == "cuda.cudnn":   # NNabla's old name, which it still takes with a warning
+        import warnings
+        warnings.warn('extension name "cuda.cudnn" is deprecated: use "cudnn"', DeprecationWarning, stacklevel=2)
+        ext_name = "cudnn"
     import_extension_module(ext_name)   # NNabla's order: the module, then its context()
     return _nnk.get_extension_context(ext_name, kw)

@@ -1270,6 +1270,14 @@ static PyObject *array_to(ArrayObject *o, PyObject *args, PyObject *kwds)
     return r;
 }
 
+/* copy.copy / copy.deepcopy: a copy of the elements on the same device, as
+ * numpy's copy.copy(ndarray) is (.to() with no arguments). */
+static PyObject *array_copy(ArrayObject *o, PyObject *unused)
+{
+    (void)unused;
+    return array_to_impl(o, NULL, nnk_array_dtype(o->a));
+}
+
 /* DLPack export.  The capsule's tensor holds a reference to the Array (so
  * that wrapped memory's owner stays alive too); the deleter drops it. */
 static void dl_release(PyObject *arr)
@@ -1441,6 +1449,8 @@ static PyMethodDef array_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))array_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule (no copy)"},
     {"__dlpack_device__", (PyCFunction)array_dlpack_device, METH_NOARGS, "(DLPack device type, device id)"},
+    {"__copy__", (PyCFunction)array_copy, METH_NOARGS, "a C-contiguous copy on the same device (.to())"},
+    {"__deepcopy__", (PyCFunction)array_copy, METH_O, "a C-contiguous copy on the same device (.to())"},
     {0},
 };
 

@@ -107,3 +107,19 @@ def test_positional_outputs(add, two):
         add(x, x, 2.0, 3.0)
     with pytest.raises(nnk.ArgumentError, match="takes 3 inputs but 5 were given"):
         add(x, x, 2.0, o, o)
+
+
+def test_copy_of_an_array_is_a_copy():
+    base = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = nnk.asarray(base[:, ::2])
+    for b in (copy.copy(a), copy.deepcopy([a])[0]):
+        assert isinstance(b, nnk.Array) and b.strides == (8, 4)
+        assert b.numpy().tolist() == [[0, 2], [3, 5]] and not np.shares_memory(b.numpy(), base)
+
+
+def test_nnabla_deprecated_cudnn_name():
+    with pytest.warns(DeprecationWarning, match="cuda.cudnn"):
+        try:
+            ext_utils.get_extension_context("cuda.cudnn")
+        except nnk.Error:   # no cudnn extension here, or no device: the name was taken as 'cudnn'
+            pass
