@@ -357,6 +357,42 @@ NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type
     return op;
 }
 
+NnkcEval *nnkc_module_eval(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage)
+{
+    if (!m || !m->ok || !kernel)
+        return NULL;
+    Compiler *const c = m->c;
+    Item *k = sema_find_kernel(c, kernel);
+    if (!k || k->kind != I_ELEMENTWISE)
+        return NULL;
+    for (int g = 0; g < k->generics.n; g++) {
+        Generic *gen = k->generics.items[g];
+        if (!targs || targs[g] >= T_NSCALAR || !type_in_class(targs[g], gen->cls))
+            return NULL;
+    }
+    int from = c->diags.n;
+    int errs = c->nerrors, events = c->error_events;
+    NnkcEval *volatile ev = NULL;
+    jmp_buf jb;
+    if (setjmp(jb) != 0) {
+        nnkc_release(c); /* an internal error or out of memory: no evaluator */
+    } else {
+        nnkc_enter(c, &jb);
+        Instance *in = sema_instance(c, k, targs, storage);
+        if (in && c->error_events == events) {
+            if (!in->ir)
+                lower_instance(c, in);
+            if (c->error_events == events && in->ir)
+                ev = nnkc_eval_new(in->ir);
+        }
+    }
+    nnkc_leave(c);
+    /* a query leaves no diagnostics behind */
+    c->diags.n = from;
+    c->nerrors = errs;
+    return ev;
+}
+
 bool nnkc_module_defaults(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage, Value *out,
                           bool *has, int n)
 {

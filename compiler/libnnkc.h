@@ -197,6 +197,20 @@ typedef enum {
     NNKC_REDUCE_MEAN, NNKC_REDUCE_NORM1, NNKC_REDUCE_NORM2,
 } NnkcReduceOp;
 NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage);
+/* The evaluator of an elementwise instance's IR (eval.c: the constant
+ * folder's arithmetic, the bits of the generated C), for the first calls
+ * while its C compiles; NULL when it does not take the instance (complex
+ * values, reductions, raw parameters, idx, index(d)) or on errors.  An
+ * evaluator owns its copy of the IR: it outlives the module. */
+typedef struct NnkcEval NnkcEval;
+NnkcEval *nnkc_module_eval(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage);
+/* Work per element (nodes, loads and stores): the caller's measure of cost. */
+int nnkc_eval_cost(const NnkcEval *ev);
+/* Elements [begin, end) of a plan (nnk/abi.h's nnk_plan), as the
+ * descriptor's run would compute them; thread-safe (ev is read only). */
+struct nnk_plan;
+void nnkc_eval_run(const NnkcEval *ev, const struct nnk_plan *p, int64_t begin, int64_t end);
+void nnkc_eval_free(NnkcEval *ev);
 /* The defaults of an instance's scalar parameters (same arguments as
  * nnkc_module_emit), as its code has them: out[p] for input p < n with a
  * default, converted to the parameter's type (a default that is an

@@ -599,6 +599,8 @@ bool ir_verify(Compiler *c, const IrKernel *k);
  * reaching below `min_level` (those are computed in an outer loop). */
 void ir_mark(const IrKernel *k, const int32_t *roots, int nroots, int min_level, uint8_t *need);
 void ir_dump(const IrKernel *k, Buf *out); /* --emit=ir */
+/* eval.c: the evaluator of an instance (libnnkc.h's nnkc_module_eval) */
+NnkcEval *nnkc_eval_new(const IrKernel *k);
 
 /* ===================================================================== */
 /* emit.c: the instance model and IR nodes as C-family expressions       */

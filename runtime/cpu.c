@@ -102,12 +102,16 @@ static void cpu_kernel_free(void *state, nnk_ext_kernel *k)
 {
     /* Compiled objects belong to the JIT cache (handle: the reference),
      * loaded descriptors to the caller (handle NULL). */
-    if (k->handle)
+    if (rt_jit_is_job(k))
+        rt_jit_job_free(k->handle);
+    else if (k->handle)
         rt_jit_release(k->handle);
 }
 
 static nnk_status cpu_launch(void *state, int32_t device, const nnk_ext_kernel *k, const nnk_plan *plan)
 {
+    if (rt_jit_is_job(k)) /* compiling in the background (jit_cpu.c) */
+        return rt_jit_job_launch(k->handle, plan);
     return rt_host_run(k->desc, plan);
 }
 

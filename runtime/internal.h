@@ -229,6 +229,31 @@ nnk_scalar rt_scalar_from_c128(nnk_dtype t, double re, double im); /* a real t t
 nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t opt_level,
                     const nnk_kernel_desc **desc, void **ref);
 void rt_jit_release(void *ref);
+/* The same in two steps: with pending not NULL, a kernel in neither cache
+ * is not compiled but left in *pending (the key's entry busy) for
+ * rt_jit_c_finish, which another thread may run. */
+typedef struct rt_jit_pending rt_jit_pending;
+nnk_status rt_jit_c_begin(const char *source, bool parts, const char *symbol, int32_t opt_level,
+                          const nnk_kernel_desc **desc, void **ref, rt_jit_pending **pending);
+nnk_status rt_jit_c_finish(rt_jit_pending *p, const nnk_kernel_desc **desc, void **ref);
+/* A module instance's C with its evaluator (libnnkc's NnkcEval, taken):
+ * found in a cache, it is loaded; else it compiles in a background thread
+ * while the first launches run on the evaluator (docs/runtime.md, "The
+ * first call").  out->desc is then `iface` (no run function) and
+ * out->handle the job, which rt_jit_job_launch runs and rt_jit_job_free
+ * frees (waiting for its compile). */
+struct NnkcEval;
+nnk_status rt_jit_c_async(const char *source, const char *symbol, int32_t opt_level, struct NnkcEval *ev,
+                          const nnk_kernel_desc *iface, nnk_ext_kernel *out);
+bool rt_jit_eval_enabled(void); /* NNK_JIT_EVAL is not 0 */
+static inline bool rt_jit_is_job(const nnk_ext_kernel *k) { return k->handle && !k->desc->run; }
+nnk_status rt_jit_job_launch(void *job, const nnk_plan *plan);
+void rt_jit_job_free(void *job);
+void rt_jit_jobs_wait(void); /* nnk_shutdown: every background compile finished */
+/* Tests (tests/runtime/eval_bits.c): every launch of a job on its
+ * evaluator (as NNK_JIT_EVAL=always), and waiting for a job's compile. */
+void rt_jit_eval_always(bool on);
+void rt_jit_job_wait(void *job);
 void rt_jit_shutdown(void);
 /* The disk cache (cache.c explains its trust model).  rt_cache_open is
  * false when the cache is off or refused (the reason in nnk_cache_debug). */

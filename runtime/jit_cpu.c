@@ -663,7 +663,7 @@ static nnk_status load(const uint8_t *img, size_t len, const char *symbol, void 
  * the object it made does not load: an undefined symbol, another ABI). */
 static nnk_status obtain(const char *key, const char *cc, const char *flags, const char *portable,
                          const char *source, bool parts, const char *symbol, void **dl, const nnk_kernel_desc **desc,
-                         nnk_jit_stats *st, bool *rejected)
+                         nnk_jit_stats *st, bool *rejected, bool *miss)
 {
     rt_cache c;
     bool disk = rt_cache_open(&c);
@@ -689,6 +689,11 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
     else if (s == NNK_ENOMEM) {
         rt_cache_close(&c);
         return s;
+    }
+    if (miss) { /* the disk only: the caller compiles later (rt_jit_c_begin) */
+        *miss = true;
+        rt_cache_close(&c);
+        return NNK_ENOTFOUND;
     }
     st->compiles++;
     /* split only the host's code: the portable one has the clones, which
@@ -716,9 +721,82 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
     return s;
 }
 
+/* A compile rt_jit_c_begin left to its caller: the busy entry and what
+ * obtain() needs. */
+struct rt_jit_pending {
+    jit_entry *e;
+    char key[65];
+    char *cc, *flags, *portable, *source, *symbol;
+    bool parts;
+};
+
+static void pending_free(rt_jit_pending *p)
+{
+    if (!p)
+        return;
+    free(p->cc);
+    free(p->flags);
+    free(p->portable);
+    free(p->source);
+    free(p->symbol);
+    free(p);
+}
+
+/* A pending compile a fork's child inherits: its entry is gone there. */
+static void rt_jit_pending_drop(rt_jit_pending *p)
+{
+    pending_free(p);
+}
+
+/* Fills in (or drops) the busy entry e after obtain() gave s. */
+static nnk_status settle(jit_entry *e, nnk_status s, const nnk_jit_stats *st, void *dl, const nnk_kernel_desc *d,
+                         bool rejected, const nnk_kernel_desc **desc, void **ref)
+{
+    /* a rejected source is remembered under its key (source, compiler,
+     * flags); other failures (no compiler, a full disk, no memory) are not */
+    char *msg = s && rejected ? rt_strdup(nnk_last_error()) : NULL;
+
+    pthread_mutex_lock(&jit.lock);
+    jit.stats.disk_hits += st->disk_hits;
+    jit.stats.compiles += st->compiles;
+    jit.stats.corrupt_entries += st->corrupt_entries;
+    for (jit_entry **p = &jit.entries; *p; p = &(*p)->next)
+        if (*p == e) {
+            if (s && !msg)
+                *p = e->next; /* the next caller tries again */
+            break;
+        }
+    if (s && msg) {
+        e->failed = s;
+        e->message = msg;
+        e->busy = false;
+    } else if (s) {
+        free(e);
+    } else {
+        e->dl = dl;
+        e->desc = d;
+        e->busy = false;
+        e->refs = 1;
+        *desc = d;
+        if (ref)
+            *ref = e;
+    }
+    pthread_cond_broadcast(&jit.done);
+    pthread_mutex_unlock(&jit.lock);
+    return s;
+}
+
 nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t opt_level,
                     const nnk_kernel_desc **desc, void **ref)
 {
+    return rt_jit_c_begin(source, parts, symbol, opt_level, desc, ref, NULL);
+}
+
+nnk_status rt_jit_c_begin(const char *source, bool parts, const char *symbol, int32_t opt_level,
+                          const nnk_kernel_desc **desc, void **ref, rt_jit_pending **pending)
+{
+    if (pending)
+        *pending = NULL;
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
     const char *cc = compiler_command();
@@ -728,7 +806,7 @@ nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t 
     pthread_mutex_lock(&jit.lock);
     if (!jit.cc || strcmp(jit.cc, cc) != 0) { /* another thread switched compilers: take its */
         pthread_mutex_unlock(&jit.lock);
-        return rt_jit_c(source, parts, symbol, opt_level, desc, ref);
+        return rt_jit_c_begin(source, parts, symbol, opt_level, desc, ref, pending);
     }
     /* NNK_NO_ENTRY_POINTS: a launch runs the descriptor only, so the
      * contiguous entry point and NAME_strided (with the plan builder they
@@ -790,41 +868,49 @@ nnk_status rt_jit_c(const char *source, bool parts, const char *symbol, int32_t 
     nnk_jit_stats st = {0};
     void *dl = NULL;
     const nnk_kernel_desc *d = NULL;
-    bool rejected = false;
-    s = fl && pfl ? obtain(key, cc, fl, pfl, source, parts, symbol, &dl, &d, &st, &rejected) : NNK_ENOMEM;
+    bool rejected = false, miss = false;
+    s = fl && pfl ? obtain(key, cc, fl, pfl, source, parts, symbol, &dl, &d, &st, &rejected, pending ? &miss : NULL)
+                  : NNK_ENOMEM;
+    if (miss) {
+        /* not in the disk cache: the caller compiles (rt_jit_c_finish),
+         * the entry staying busy until then */
+        rt_jit_pending *p = rt_calloc(1, sizeof *p);
+        if (p) {
+            p->e = e;
+            memcpy(p->key, key, 65);
+            p->cc = rt_strdup(cc);
+            p->flags = fl;
+            p->portable = pfl;
+            p->source = rt_strdup(source);
+            p->symbol = rt_strdup(symbol);
+            p->parts = parts;
+            fl = pfl = NULL;
+        }
+        if (p && p->cc && p->source && p->symbol) {
+            pthread_mutex_lock(&jit.lock);
+            jit.stats.corrupt_entries += st.corrupt_entries;
+            pthread_mutex_unlock(&jit.lock);
+            *pending = p;
+            return NNK_OK;
+        }
+        pending_free(p);
+        s = NNK_ENOMEM;
+    }
     free(fl);
     free(pfl);
-    /* a rejected source is remembered under its key (source, compiler,
-     * flags); other failures (no compiler, a full disk, no memory) are not */
-    char *msg = s && rejected ? rt_strdup(nnk_last_error()) : NULL;
+    return settle(e, s, &st, dl, d, rejected, desc, ref);
+}
 
-    pthread_mutex_lock(&jit.lock);
-    jit.stats.disk_hits += st.disk_hits;
-    jit.stats.compiles += st.compiles;
-    jit.stats.corrupt_entries += st.corrupt_entries;
-    for (jit_entry **p = &jit.entries; *p; p = &(*p)->next)
-        if (*p == e) {
-            if (s && !msg)
-                *p = e->next; /* the next caller tries again */
-            break;
-        }
-    if (s && msg) {
-        e->failed = s;
-        e->message = msg;
-        e->busy = false;
-    } else if (s) {
-        free(e);
-    } else {
-        e->dl = dl;
-        e->desc = d;
-        e->busy = false;
-        e->refs = 1;
-        *desc = d;
-        if (ref)
-            *ref = e;
-    }
-    pthread_cond_broadcast(&jit.done);
-    pthread_mutex_unlock(&jit.lock);
+nnk_status rt_jit_c_finish(rt_jit_pending *p, const nnk_kernel_desc **desc, void **ref)
+{
+    nnk_jit_stats st = {0};
+    void *dl = NULL;
+    const nnk_kernel_desc *d = NULL;
+    bool rejected = false;
+    nnk_status s = obtain(p->key, p->cc, p->flags, p->portable, p->source, p->parts, p->symbol, &dl, &d, &st,
+                          &rejected, NULL);
+    s = settle(p->e, s, &st, dl, d, rejected, desc, ref);
+    pending_free(p);
     return s;
 }
 
@@ -879,9 +965,12 @@ void rt_jit_shutdown(void)
  * child gets a consistent table and a free lock.  Entries that threads of
  * the parent were compiling have no thread in the child: they go (whoever
  * wants them there compiles them again). */
+static void jobs_atfork(rt_fork_phase phase);
+
 void rt_jit_atfork(rt_fork_phase phase)
 {
     if (phase == RT_FORK_PREPARE) {
+        jobs_atfork(phase);
         pthread_mutex_lock(&jit.lock);
         return;
     }
@@ -899,4 +988,302 @@ void rt_jit_atfork(rt_fork_phase phase)
         rt_cache_atfork_child();
     }
     pthread_mutex_unlock(&jit.lock);
+    jobs_atfork(phase);
+}
+
+/* ---- compiling in the background ---------------------------------------------------
+ * A module instance's first launch that finds its object in neither cache
+ * does not wait for the C compiler (150-300 ms for an elementwise kernel
+ * with vector math): a thread compiles it (and fills the disk cache) while
+ * the launches run on the evaluator of the instance's IR (libnnkc's
+ * eval.c, the bits of the generated code), on the calling thread, as long
+ * as the launch is small (elements times nodes at most EVAL_BUDGET); a
+ * larger launch waits for the compile.  Once the object is loaded every
+ * launch runs it.  docs/runtime.md, "The first call". */
+
+enum { JOB_RUNNING, JOB_DONE, JOB_RETRY };
+/* node evaluations one launch may take on the evaluator (about 15 ns
+ * each: 30 ms at most, a fraction of the compile it overlaps) */
+#define EVAL_BUDGET ((int64_t)2 << 20)
+
+typedef struct rt_job {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int state;
+    bool thread_live;          /* a thread to join (none in a fork's child) */
+    bool compiling;            /* JOB_RETRY: a launch compiles it (the others wait) */
+    pthread_t thread;
+    rt_jit_pending *pending;   /* JOB_RUNNING: what the thread compiles */
+    NnkcEval *ev;
+    nnk_status status;         /* JOB_DONE */
+    const nnk_kernel_desc *desc;
+    void *ref;
+    char *message;             /* a failed compile's error, given to the next launch */
+    char *source, *symbol;     /* JOB_RETRY: compiled again by a launch */
+    int32_t opt_level;
+    struct rt_job *next;       /* jobs, for fork and shutdown */
+} rt_job;
+
+static struct {
+    pthread_mutex_t lock;
+    rt_job *list;
+} jobs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* NNK_JIT_EVAL: 0 turns the evaluator off (every first call waits for its
+ * compile); "always" keeps running it after the compile (for the tests
+ * that compare its bits with the compiled code's). */
+bool rt_jit_eval_enabled(void)
+{
+    const char *v = getenv("NNK_JIT_EVAL");
+    return !v || strcmp(v, "0") != 0;
+}
+
+static atomic_bool eval_forced; /* rt_jit_eval_always */
+
+void rt_jit_eval_always(bool on)
+{
+    atomic_store(&eval_forced, on);
+}
+
+static bool eval_always(void)
+{
+    if (atomic_load(&eval_forced))
+        return true;
+    const char *v = getenv("NNK_JIT_EVAL");
+    return v && strcmp(v, "always") == 0;
+}
+
+void rt_jit_job_wait(void *job)
+{
+    rt_job *j = job;
+    pthread_mutex_lock(&j->lock);
+    while (j->state == JOB_RUNNING)
+        pthread_cond_wait(&j->done, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+}
+
+static void *job_main(void *arg)
+{
+    rt_job *j = arg;
+    pthread_mutex_lock(&j->lock);
+    rt_jit_pending *p = j->pending;
+    pthread_mutex_unlock(&j->lock);
+    const nnk_kernel_desc *d = NULL;
+    void *ref = NULL;
+    nnk_status s = rt_jit_c_finish(p, &d, &ref);
+    char *msg = s ? rt_strdup(nnk_last_error()) : NULL;
+    pthread_mutex_lock(&j->lock);
+    j->pending = NULL;
+    j->status = s;
+    j->desc = d;
+    j->ref = ref;
+    j->message = msg;
+    j->state = JOB_DONE;
+    pthread_cond_broadcast(&j->done);
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+static void job_destroy(rt_job *j)
+{
+    if (j->ref)
+        rt_jit_release(j->ref);
+    nnkc_eval_free(j->ev);
+    free(j->message);
+    free(j->source);
+    free(j->symbol);
+    pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->done);
+    free(j);
+}
+
+nnk_status rt_jit_c_async(const char *source, const char *symbol, int32_t opt_level, NnkcEval *ev,
+                          const nnk_kernel_desc *iface, nnk_ext_kernel *out)
+{
+    rt_jit_pending *p = NULL;
+    const nnk_kernel_desc *d = NULL;
+    void *ref = NULL;
+    nnk_status s = rt_jit_c_begin(source, true, symbol, opt_level, &d, &ref, &p);
+    if (s || !p) {
+        nnkc_eval_free(ev);
+        if (!s)
+            out->desc = d, out->handle = ref;
+        return s;
+    }
+    rt_job *j = rt_calloc(1, sizeof *j);
+    char *src = rt_strdup(source), *sym = rt_strdup(symbol);
+    if (!j || !src || !sym) {
+        free(j);
+        free(src);
+        free(sym);
+        nnkc_eval_free(ev);
+        s = rt_jit_c_finish(p, &d, &ref); /* settles the busy entry */
+        if (!s)
+            out->desc = d, out->handle = ref;
+        return s ? s : NNK_OK;
+    }
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->done, NULL);
+    j->state = JOB_RUNNING;
+    j->pending = p;
+    j->ev = ev;
+    j->source = src;
+    j->symbol = sym;
+    j->opt_level = opt_level;
+    pthread_mutex_lock(&jobs.lock);
+    j->thread_live = pthread_create(&j->thread, NULL, job_main, j) == 0;
+    if (j->thread_live) {
+        j->next = jobs.list;
+        jobs.list = j;
+    }
+    pthread_mutex_unlock(&jobs.lock);
+    if (!j->thread_live) { /* no thread: compiled here, as without the evaluator */
+        j->pending = NULL;
+        job_destroy(j);
+        s = rt_jit_c_finish(p, &d, &ref);
+        if (!s)
+            out->desc = d, out->handle = ref;
+        return s;
+    }
+    out->desc = iface;
+    out->handle = j;
+    return NNK_OK;
+}
+
+nnk_status rt_jit_job_launch(void *job, const nnk_plan *plan)
+{
+    rt_job *j = job;
+    pthread_mutex_lock(&j->lock);
+    for (;;) {
+        if (j->state == JOB_RUNNING) {
+            int64_t cost = nnkc_eval_cost(j->ev);
+            if (plan->nkept <= EVAL_BUDGET / (cost > 0 ? cost : 1)) {
+                pthread_mutex_unlock(&j->lock);
+                nnkc_eval_run(j->ev, plan, 0, plan->nkept);
+                return NNK_OK;
+            }
+            pthread_cond_wait(&j->done, &j->lock); /* too large: the compiled code */
+            continue;
+        }
+        if (j->state == JOB_RETRY) {
+            /* a compile that failed, or whose thread a fork left behind:
+             * this launch compiles it, as without the evaluator */
+            if (j->compiling) {
+                pthread_cond_wait(&j->done, &j->lock);
+                continue;
+            }
+            j->compiling = true;
+            pthread_mutex_unlock(&j->lock);
+            const nnk_kernel_desc *d = NULL;
+            void *ref = NULL;
+            nnk_status s = rt_jit_c(j->source, true, j->symbol, j->opt_level, &d, &ref);
+            pthread_mutex_lock(&j->lock);
+            j->compiling = false;
+            if (!s) {
+                j->state = JOB_DONE, j->status = NNK_OK, j->desc = d, j->ref = ref;
+            }
+            pthread_cond_broadcast(&j->done);
+            pthread_mutex_unlock(&j->lock);
+            if (s)
+                return s;
+            pthread_mutex_lock(&j->lock);
+            continue;
+        }
+        /* JOB_DONE */
+        if (j->status) {
+            /* the compile failed: this launch reports it; the next compiles again */
+            nnk_status s = rt_error(j->status, "%s", j->message ? j->message : "JIT: the background compile failed");
+            free(j->message);
+            j->message = NULL;
+            j->status = NNK_OK;
+            j->state = JOB_RETRY;
+            pthread_mutex_unlock(&j->lock);
+            return s;
+        }
+        const nnk_kernel_desc *d = j->desc;
+        pthread_mutex_unlock(&j->lock);
+        if (eval_always()) {
+            nnkc_eval_run(j->ev, plan, 0, plan->nkept);
+            return NNK_OK;
+        }
+        return rt_host_run(d, plan);
+    }
+}
+
+/* Waits for the job's thread (the compile finishes and fills the disk
+ * cache: a process never leaves one half done by its own choice). */
+static void job_join(rt_job *j)
+{
+    pthread_mutex_lock(&jobs.lock);
+    bool live = j->thread_live;
+    j->thread_live = false;
+    for (rt_job **p = &jobs.list; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            break;
+        }
+    pthread_mutex_unlock(&jobs.lock);
+    if (live)
+        pthread_join(j->thread, NULL);
+}
+
+void rt_jit_job_free(void *job)
+{
+    rt_job *j = job;
+    job_join(j);
+    /* (joined by rt_jit_jobs_wait instead: its thread is done with j once
+     * the state says so) */
+    pthread_mutex_lock(&j->lock);
+    while (j->state == JOB_RUNNING)
+        pthread_cond_wait(&j->done, &j->lock);
+    pthread_mutex_unlock(&j->lock);
+    job_destroy(j);
+}
+
+void rt_jit_jobs_wait(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&jobs.lock);
+        rt_job *j = jobs.list;
+        while (j && !j->thread_live)
+            j = j->next;
+        pthread_t t;
+        if (j) {
+            t = j->thread;
+            j->thread_live = false; /* joined here; the job stays its kernel's */
+        }
+        pthread_mutex_unlock(&jobs.lock);
+        if (!j)
+            return;
+        pthread_join(t, NULL);
+    }
+}
+
+/* Fork: the jobs' locks before jit.lock (a launch holds a job's lock only
+ * for short sections, never over a compiler).  In the child a job whose
+ * thread was compiling has none: its next launch compiles it. */
+static void jobs_atfork(rt_fork_phase phase)
+{
+    if (phase == RT_FORK_PREPARE) {
+        pthread_mutex_lock(&jobs.lock);
+        for (rt_job *j = jobs.list; j; j = j->next)
+            pthread_mutex_lock(&j->lock);
+        return;
+    }
+    for (rt_job *j = jobs.list; j; j = j->next) {
+        if (phase == RT_FORK_CHILD) {
+            j->thread_live = false;
+            if (j->state == JOB_RUNNING) {
+                rt_jit_pending_drop(j->pending); /* its busy entry went with rt_jit_atfork */
+                j->pending = NULL;
+                j->state = JOB_RETRY;
+            }
+            j->compiling = false;
+            pthread_cond_init(&j->done, NULL);
+        }
+        pthread_mutex_unlock(&j->lock);
+    }
+    if (phase == RT_FORK_CHILD)
+        jobs.list = NULL; /* no threads to join there */
+    pthread_mutex_unlock(&jobs.lock);
 }

@@ -9,6 +9,7 @@ atomic_long rt_live_objects;
 
 void nnk_shutdown(void)
 {
+    rt_jit_jobs_wait(); /* background compiles finish (their cache entries whole) */
     rt_pool_shutdown();
     rt_context_shutdown();
     rt_linked_shutdown();      /* kernels of nnk_launch_desc, before their extensions */

@@ -273,6 +273,11 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     if (src && !nnkc_module_defaults(m->nm, k->name, targs, storage, dflt, has,
                                      k->nin < RT_MAX_PARAMS ? k->nin : RT_MAX_PARAMS))
         memset(has, 0, sizeof has);
+    /* the cpu's first launches may run on the evaluator while the C
+     * compiles (jit_cpu.c, rt_jit_c_async) */
+    NnkcEval *ev = src && inst->ext->ops == &rt_cpu_ops && target == NNK_TARGET_C && rt_jit_eval_enabled()
+                       ? nnkc_module_eval(m->nm, k->name, targs, storage)
+                       : NULL;
     /* libraries such as cuDNN may run plain reductions themselves */
     int32_t reduce_op = src && target == NNK_TARGET_CUDA ? (int32_t)nnkc_module_reduce_op(m->nm, k->name, targs, storage)
                                                          : NNK_REDUCE_NONE;
@@ -281,6 +286,8 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     const bool rejected = !src && nnkc_module_emit_rejected(m->nm);
     const bool oom = !src && nnkc_module_oom(m->nm);
     pthread_mutex_unlock(&m->lock);
+    if (oom || !src)
+        nnkc_eval_free(ev);
     if (oom) {
         free(error);
         free(symbol);
@@ -295,7 +302,8 @@ nnk_status rt_module_instance(nnk_kernel *k, rt_instance *inst)
     }
     fill_interface(k, inst, dflt, has);
     nnk_kernel_source ks = {sizeof ks, target, src, symbol, k->opt_level, &inst->iface, reduce_op};
-    nnk_status s = compile(inst->ext->state, inst->device, &ks, &inst->k);
+    nnk_status s = ev ? rt_jit_c_async(src, symbol, k->opt_level, ev, &inst->iface, &inst->k)
+                      : compile(inst->ext->state, inst->device, &ks, &inst->k);
     if (!s && !inst->k.desc)
         s = rt_error(NNK_EINTERNAL, "extension '%s' compiled no descriptor", inst->ext->ops->name);
     free(src);

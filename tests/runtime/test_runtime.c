@@ -1044,6 +1044,9 @@ static void test_jit_parts(void)
     CU_ASSERT_EQUAL(system(cmd), 0);
     char *old_cc = getenv("NNK_CC") ? strdup(getenv("NNK_CC")) : NULL;
     setenv("NNK_CC", cc, 1);
+    /* the compiled objects' bits, and a failed compile at the first launch:
+     * without the first-call evaluator (docs/runtime.md, "The first call") */
+    setenv("NNK_JIT_EVAL", "0", 1);
     enum { N = 5000 };
     static float whole[2][N], split[2][N];
     const char *names[2] = {"f", "sm"};
@@ -1102,6 +1105,7 @@ static void test_jit_parts(void)
     FAILS(parts_run("parts4", "f", split[0], N), NNK_ECOMPILE);
     MSG_HAS("part 2 refused");
     unsetenv("NNK_TEST_FAIL_PART");
+    unsetenv("NNK_JIT_EVAL");
     unsetenv("NNK_JIT_JOBS");
     if (old_cc)
         setenv("NNK_CC", old_cc, 1);
