@@ -460,6 +460,24 @@ static nnk_status compiler_identity(const char *cc)
     return install_identity(cc, id, flags);
 }
 
+/* cc's identity without running it: known in this process, or remembered
+ * in the disk cache (installed then).  *found: cc's program was found (and
+ * the identity can be keyed), so a probe would run it. */
+static bool identity_ready(const char *cc, bool *found)
+{
+    pthread_mutex_lock(&jit.lock);
+    bool known = jit.cc && strcmp(jit.cc, cc) == 0;
+    pthread_mutex_unlock(&jit.lock);
+    *found = known;
+    if (known)
+        return true;
+    char ikey[65], *id = NULL, *flags = NULL;
+    *found = identity_key(cc, ikey);
+    if (*found && recall_identity(ikey, &id, &flags))
+        return install_identity(cc, id, flags) == NNK_OK;
+    return false;
+}
+
 /* Installs cc's identity and host flags (taking both). */
 static nnk_status install_identity(const char *cc, char *id, char *flags)
 {
@@ -724,10 +742,11 @@ static nnk_status obtain(const char *key, const char *cc, const char *flags, con
 /* A compile rt_jit_c_begin left to its caller: the busy entry and what
  * obtain() needs. */
 struct rt_jit_pending {
-    jit_entry *e;
+    jit_entry *e;           /* NULL: the compiler's identity is to be probed first */
     char key[65];
     char *cc, *flags, *portable, *source, *symbol;
     bool parts;
+    int32_t opt_level;
 };
 
 static void pending_free(rt_jit_pending *p)
@@ -800,6 +819,21 @@ nnk_status rt_jit_c_begin(const char *source, bool parts, const char *symbol, in
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
     const char *cc = compiler_command();
+    bool found;
+    if (pending && !identity_ready(cc, &found) && found) {
+        /* the probe (two compiler processes, 20-50 ms and more on a busy
+         * machine) goes to the caller's compile too; a command whose
+         * program is not found is probed here, for its error */
+        rt_jit_pending *p = rt_calloc(1, sizeof *p);
+        if (p && (p->source = rt_strdup(source)) && (p->symbol = rt_strdup(symbol))) {
+            p->parts = parts;
+            p->opt_level = opt_level;
+            *pending = p;
+            return NNK_OK;
+        }
+        pending_free(p);
+        return NNK_ENOMEM;
+    }
     nnk_status s = compiler_identity(cc);
     if (s)
         return s;
@@ -903,6 +937,11 @@ nnk_status rt_jit_c_begin(const char *source, bool parts, const char *symbol, in
 
 nnk_status rt_jit_c_finish(rt_jit_pending *p, const nnk_kernel_desc **desc, void **ref)
 {
+    if (!p->e) { /* the identity first: all of rt_jit_c */
+        nnk_status s = rt_jit_c_begin(p->source, p->parts, p->symbol, p->opt_level, desc, ref, NULL);
+        pending_free(p);
+        return s;
+    }
     nnk_jit_stats st = {0};
     void *dl = NULL;
     const nnk_kernel_desc *d = NULL;
@@ -1002,9 +1041,9 @@ void rt_jit_atfork(rt_fork_phase phase)
  * launch runs it.  docs/runtime.md, "The first call". */
 
 enum { JOB_RUNNING, JOB_DONE, JOB_RETRY };
-/* node evaluations one launch may take on the evaluator (about 15 ns
- * each: 30 ms at most, a fraction of the compile it overlaps) */
-#define EVAL_BUDGET ((int64_t)2 << 20)
+/* node evaluations one launch may take on the evaluator (about 40 ns of
+ * CPU each: 40 ms at most, a fraction of the compile it overlaps) */
+#define EVAL_BUDGET ((int64_t)1 << 20)
 
 typedef struct rt_job {
     pthread_mutex_t lock;
