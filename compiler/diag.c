@@ -17,6 +17,53 @@ static bool same_diag(const Diag *d, DiagLevel level, bool has_range, Range r, c
            strcmp(d->msg, msg) == 0;
 }
 
+static uint64_t diag_hash(DiagLevel level, bool has_range, Range r, const char *msg)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    uint64_t parts[4] = {(uint64_t)level << 1 | has_range, has_range ? (uint64_t)(uint32_t)r.file : 0,
+                         has_range ? r.off : 0, has_range ? r.len : 0};
+    for (int i = 0; i < 4; i++)
+        h = (h ^ parts[i]) * 1099511628211u;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+/* The slot of a diagnostic equal to this one, or the empty slot where it
+ * goes: a set, since a scan of every diagnostic made a file of 100,000
+ * warnings (one a line) quadratic, a 16 MiB one hours. */
+static Diag **diag_slot(Compiler *c, DiagLevel level, bool has_range, Range r, const char *msg)
+{
+    if (2 * (c->diag_set_n + 1) > c->diag_set_cap) {
+        int cap = c->diag_set_cap ? 2 * c->diag_set_cap : 64;
+        Diag **set = arena_alloc(c->arena, sizeof *set * (size_t)cap);
+        memset(set, 0, sizeof *set * (size_t)cap);
+        for (int i = 0; i < c->diag_set_cap; i++) {
+            Diag *d = c->diag_set[i];
+            if (!d)
+                continue;
+            size_t j = diag_hash(d->level, d->has_range, d->range, d->msg) & (size_t)(cap - 1);
+            while (set[j])
+                j = (j + 1) & (size_t)(cap - 1);
+            set[j] = d;
+        }
+        c->diag_set = set;
+        c->diag_set_cap = cap;
+    }
+    /* An entry no longer in the list (taken back) matches nothing; the
+     * new one takes the first such slot on its way. */
+    Diag **stale = NULL;
+    size_t j = diag_hash(level, has_range, r, msg) & (size_t)(c->diag_set_cap - 1);
+    for (Diag *d; (d = c->diag_set[j]); j = (j + 1) & (size_t)(c->diag_set_cap - 1)) {
+        bool live = d->index < c->diags.n && c->diags.items[d->index] == d;
+        if (live && same_diag(d, level, has_range, r, msg))
+            return &c->diag_set[j];
+        if (!live && !stale)
+            stale = &c->diag_set[j];
+    }
+    return stale ? stale : &c->diag_set[j];
+}
+
 static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const char *fmt, va_list ap)
 {
     if (level == DIAG_ERROR || (level == DIAG_WARNING && c->opt.werror))
@@ -38,13 +85,13 @@ static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const cha
         }
     }
     char *msg = arena_vprintf(c->arena, fmt, ap);
+    Diag **slot = NULL;
     if (level != DIAG_NOTE) {
         /* Instances of one generic kernel repeat the errors of its body. */
-        for (int i = 0; i < c->diags.n; i++) {
-            if (same_diag(c->diags.items[i], level, has_range, r, msg)) {
-                c->suppress = 1;
-                return;
-            }
+        slot = diag_slot(c, level, has_range, r, msg);
+        if (*slot && (*slot)->index < c->diags.n && c->diags.items[(*slot)->index] == *slot) {
+            c->suppress = 1;
+            return;
         }
     }
     Diag *d = arena_alloc(c->arena, sizeof *d);
@@ -52,7 +99,12 @@ static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const cha
     d->has_range = has_range;
     d->range = r;
     d->msg = msg;
+    d->index = c->diags.n;
     list_push(c->arena, &c->diags, d);
+    if (slot) {
+        c->diag_set_n += !*slot;
+        *slot = d;
+    }
     if (level == DIAG_ERROR)
         c->nerrors++;
     else if (level == DIAG_WARNING)
@@ -64,6 +116,7 @@ static void add(Compiler *c, DiagLevel level, bool has_range, Range r, const cha
         n->range = c->context_range;
         n->msg = (char *)c->context_msg;
         n->context = true;
+        n->index = c->diags.n;
         list_push(c->arena, &c->diags, n);
     }
 }

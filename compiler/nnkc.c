@@ -290,6 +290,19 @@ static bool write_file(const char *path, const char *data, size_t len)
 {
     if (strcmp(path, "-") == 0)
         return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a device or a pipe (-o /dev/null): written into, as cc does; the
+         * temp file renamed over it replaced /dev/null with a regular file
+         * (run as root) */
+        FILE *fp = fopen(path, "wb");
+        bool ok = fp && fwrite(data, 1, len, fp) == len;
+        if (fp)
+            ok &= fclose(fp) == 0;
+        if (!ok)
+            fprintf(stderr, "nnkc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return ok;
+    }
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
@@ -308,6 +321,25 @@ static bool write_file(const char *path, const char *data, size_t len)
     return ok;
 }
 
+/* Whether the output `path` is one of the files read (the input, an
+ * import, through any name or link): it is refused, as cc refuses to
+ * write over its input (nnkc -S k.nnk -o k.nnk replaced the source). */
+static bool clobbers_input(Compiler *c, const char *path)
+{
+    struct stat so;
+    if (!path || strcmp(path, "-") == 0 || stat(path, &so) != 0)
+        return false;
+    for (int i = 0; i < c->files.n; i++) {
+        const SourceFile *f = c->files.items[i];
+        struct stat si;
+        if (f->realpath && stat(f->realpath, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            fprintf(stderr, "nnkc: error: the output '%s' is the input file '%s'\n", path, f->path);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Whether `path` can be created, as write_file would (a temp file beside
  * it): the object's last step (cc -r) writes it itself, and its failure
  * would read as nnkc's bug rather than the reason. */
@@ -315,6 +347,13 @@ static bool can_write(const char *path)
 {
     if (strcmp(path, "-") == 0)
         return true;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* a device, as write_file writes it */
+        if (access(path, W_OK) == 0)
+            return true;
+        fprintf(stderr, "nnkc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return false;
+    }
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
@@ -418,7 +457,7 @@ static bool write_depfile(Compiler *c, const Args *a, const char *input, const c
             buf_puts(&b, ":\n");
         }
     }
-    bool ok = write_file(path, b.data, b.len);
+    bool ok = !clobbers_input(c, path) && write_file(path, b.data, b.len);
     buf_free(&b);
     return ok;
 }
@@ -483,7 +522,8 @@ static int compile_one(const Args *a, const char *path)
                     fprintf(stderr, "nnkc: note: no nvcc (set NNK_NVCC or configure --with-cuda): %s gets CPU code "
                                     "only (--no-cuda says so quietly)\n", path);
                 dest = dest ? dest : default_output(ar, path, ".o");
-                if (!can_write(dest) || (a->header && !can_write(a->header))) {
+                if (clobbers_input(c, dest) || clobbers_input(c, a->header) || !can_write(dest) ||
+                    (a->header && !can_write(a->header))) {
                     status = 1;
                     break;
                 }
@@ -517,7 +557,7 @@ static int compile_one(const Args *a, const char *path)
                 if (a->mode == MODE_OBJECT) {
                     ok = !a->header || write_file(a->header, hdr.data ? hdr.data : "", hdr.len);
                 } else {
-                    ok = write_file(dest, out.data ? out.data : "", out.len);
+                    ok = !clobbers_input(c, dest) && write_file(dest, out.data ? out.data : "", out.len);
                 }
                 if (ok && a->depfile)
                     ok = write_depfile(c, a, path, dest, ar);

@@ -136,6 +136,7 @@ typedef struct Diag {
     bool context;      /* a note added for the context of every error */
     Range range;
     char *msg;
+    int index;         /* its place in Compiler.diags (a trial that fails takes its own back) */
 } Diag;
 
 void diag_error(Compiler *c, Range r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -892,6 +893,8 @@ struct Compiler {
     int error_events;         /* every error reported, shown or not */
     int suppress;             /* >0 while errors are being deduplicated */
     int const_depth;          /* consts being checked, each inside the one that names it */
+    Diag **diag_set;          /* diag.c: the errors and warnings so far, hashed (deduplication) */
+    int diag_set_cap, diag_set_n;
     const char *context_msg;  /* a note added after each error (instances) */
     Range context_range;
     List items;               /* Item*, every file, in load order */

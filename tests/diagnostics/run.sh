@@ -221,6 +221,19 @@ if [ $rc -ne 1 ] || [ "$(awk 'length($0) > m { m = length($0) } END { print m }'
     fail=$((fail + 1))
 fi
 rm -f "$out.nnk"
+# 50,000 warnings (a bidirectional override in each of 50,000 comments):
+# each was compared with every one before it, to drop duplicates
+# (quadratic: 10 CPU-s, a 16 MiB file hours); now a hash set
+n=$((n + 1))
+awk 'BEGIN { print "elementwise k(x: f32[]) -> (y: f32[]) { y = x; }";
+             for (i = 0; i < 50000; i++) print "// \342\200\256" }' >"$out.nnk"
+(ulimit -t 5 && "$nnkc" --check --color=never "$out.nnk") >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 0 ] || [ "$(tail -1 "$out")" != "50000 warnings generated." ]; then
+    echo "FAIL 50,000 warnings in 5 CPU-s: exit status $rc, expected 0 and 50000 warnings:"; tail -3 "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk"
 # -T with no type that fits any kernel: nothing to emit is an error, as
 # when every default instance is skipped (an empty C file came with exit 0)
 n=$((n + 1))
@@ -251,6 +264,33 @@ if [ $rc -ne 1 ] || [ "$(cat "$out")" != "nnkc: error: cannot write '/nonexisten
     echo "FAIL nnkc -c -o /nonexistent-nnk-dir/k.o: exit status $rc, expected 1 and 'cannot write':"; cat "$out"
     fail=$((fail + 1))
 fi
+# an output that is an input (the main file, an import, through a link)
+# is refused, as cc refuses it (nnkc -S k.nnk -o k.nnk replaced the
+# source); an output that is a pipe or a device (-o /dev/null) is written
+# into (a temp file renamed over it replaced /dev/null, run as root)
+n=$((n + 1))
+: >"$out"
+d=$(mktemp -d) || exit 1
+printf 'import "lib.nnk";\nelementwise k(x: f32[]) -> (y: f32[]) { y = f(x); }\n' >"$d/k.nnk"
+printf 'func f(v) = v + 1;\n' >"$d/lib.nnk"
+ln -s lib.nnk "$d/link.nnk"
+cp "$d/k.nnk" "$d/k.orig"
+msgs=
+for o in k.nnk lib.nnk link.nnk; do
+    (cd "$d" && "$nnkc" -S k.nnk -o $o) >/dev/null 2>>"$out" || msgs="$msgs x"
+done
+(cd "$d" && "$nnkc" --check -MD -MF lib.nnk k.nnk) >/dev/null 2>>"$out" || msgs="$msgs x"
+mkfifo "$d/pipe"
+timeout 20 cat "$d/pipe" >"$d/got" &
+cat_pid=$!
+"$nnkc" -S "$d/k.nnk" -o "$d/pipe" 2>>"$out" || echo "$nnkc -S -o a pipe failed" >>"$out"
+wait $cat_pid
+if [ "$msgs" != " x x x x" ] || [ "$(grep -c "is the input file" "$out")" -ne 4 ] || ! cmp -s "$d/k.nnk" "$d/k.orig" ||
+    [ "$(cat "$d/lib.nnk")" != 'func f(v) = v + 1;' ] || [ ! -p "$d/pipe" ] || ! grep -q 'void k(int64_t n' "$d/got"; then
+    echo "FAIL outputs that are inputs (refused) or a pipe (written into):"; cat "$out"
+    fail=$((fail + 1))
+fi
+rm -rf "$d"
 # a C compiler the user named (NNK_CC) that fails on the generated code:
 # the message says NNK_CC chose it, not only "a bug in nnkc"
 n=$((n + 1))
