@@ -249,17 +249,23 @@ static size_t glyph(const unsigned char *s, size_t n, Glyph *g)
     return k;
 }
 
+enum { LINE_SHOWN = 4096 }; /* bytes of a source line or a message shown at most (clang's limit) */
+
 /* Text a user controls in a message or a file name: the import path of a
- * string, a file's name; escaped as the source line is. */
+ * string, a file's name; escaped as the source line is, and cut after
+ * LINE_SHOWN bytes (a name of 1 MB was printed whole in each message). */
 static void put_safe(Buf *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
-    for (size_t n = strlen(s); n > 0;) {
+    size_t n = strlen(s), shown = 0;
+    while (n > 0 && shown < LINE_SHOWN) {
         Glyph g;
         size_t k = glyph(p, n, &g);
         buf_put(out, g.text, (size_t)g.len);
-        p += k, n -= k;
+        p += k, n -= k, shown += k;
     }
+    if (n > 0)
+        buf_puts(out, "...");
 }
 
 /* A glyph's columns in the caret line, as `fill` (a blank or a tilde; a
@@ -271,8 +277,6 @@ static void put_cols(Buf *out, const Glyph *g, char fill, int skip)
     for (int j = skip; j < g->cols; j++)
         buf_put(out, &fill, 1);
 }
-
-enum { LINE_SHOWN = 4096 }; /* bytes of a source line shown at most (clang's limit) */
 
 /* The source line, then the caret under `off`, both valid text that
  * nothing in the line can reorder or hide: every character as glyph()

@@ -221,6 +221,17 @@ if [ $rc -ne 1 ] || [ "$(awk 'length($0) > m { m = length($0) } END { print m }'
     fail=$((fail + 1))
 fi
 rm -f "$out.nnk"
+# a name of 100,000 characters in a message is cut after 4096 bytes too
+n=$((n + 1))
+awk 'BEGIN { printf "elementwise k(x: f32[]) -> (y: f32[]) { y = x + ";
+             for (i = 0; i < 100000; i++) printf "w"; print "; }" }' >"$out.nnk"
+"$nnkc" --check --color=never "$out.nnk" >/dev/null 2>"$out"
+rc=$?
+if [ $rc -ne 1 ] || [ "$(wc -c <"$out")" -gt 16000 ] || ! head -1 "$out" | grep -q "error: unknown name 'www*\.\.\.$"; then
+    echo "FAIL an unknown name of 100,000 characters: exit status $rc, expected 1 and the message cut:"; head -c 300 "$out"
+    fail=$((fail + 1))
+fi
+rm -f "$out.nnk"
 # 50,000 warnings (a bidirectional override in each of 50,000 comments):
 # each was compared with every one before it, to drop duplicates
 # (quadratic: 10 CPU-s, a 16 MiB file hours); now a hash set
