@@ -1081,6 +1081,9 @@ def campaign(a):
         raw = CUDA_RAW or (a.cuda_raw_every > 0 and (bi // max(a.cuda_every, 1)) % a.cuda_raw_every == 0)
         b = Batch(a.seed, bi, n, avoid + (["raw"] if emu and not raw else []), a.size)
         set_rt(a, bi, b.extra)
+        if emu and raw:
+            RT_COUNT["cuda-raw"] = RT_COUNT.get("cuda-raw", 0) + sum(
+                any(p.mode == "raw" for p in q.kernel.params) for q in b.progs)
         path = os.path.join(WORK, "b%d-%d.nnk" % (os.getpid(), bi % 4))
         opt = a.opt if a.opt else batch_opt(bi)
         WARNINGS = WARN_ENV == "1" or (WARN_ENV != "0" and bi % WARN_EVERY == 0)
