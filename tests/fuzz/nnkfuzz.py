@@ -201,7 +201,10 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
         if e[0] == "fcall":
             # an argument the func's body does not read is not computed
             f = prog.funcs[e[1]]
-            used = [reads(f.body, pn) for pn, _ in f.params]
+            # (with branches, also one read only in a branch of a constant
+            # condition: the folder may keep that branch)
+            used = [reads(f.body, pn) or (branches and any(n == ("name", "fparam", pn) for _, n in gen.nodes(f.body)))
+                    for pn, _ in f.params]
             return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
         if e[0] == "sel" and uncast(e[3]) == uncast(e[4]):
             # where(c, a, a): c's value cannot matter, and the compiler
