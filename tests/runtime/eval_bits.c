@@ -183,7 +183,7 @@ static void instance(nnk_kernel *k, int c)
     for (int32_t p = 0; p < k->nin; p++) {
         const rt_param *pm = &k->params[p];
         dt[p] = pm->typevar >= 0 ? pick(k->classes[pm->typevar], c) : pm->type;
-        if (dt[p] == NNK_DTYPE_COUNT || dt[p] == NNK_C64 || dt[p] == NNK_C128 || pm->raw || pm->inout) {
+        if (dt[p] == NNK_DTYPE_COUNT || dt[p] == NNK_C64 || dt[p] == NNK_C128 || pm->raw) {
             skipped++;
             return;
         }
@@ -347,7 +347,7 @@ int main(int argc, char **argv)
         nnk_module_free(m);
     }
     nnk_shutdown();
-    printf("# evaluator refused %d instances; %d not run (dtypes, complex, raw, inout); %d of the passed with "
+    printf("# evaluator refused %d instances; %d not run (dtypes, complex, raw); %d of the passed with "
            "other NaN payloads\n", refused, skipped, nan_payload);
     printf("%d passed, %d failed\n", passed, failed);
     if (passed < MIN_TAKEN)
