@@ -220,6 +220,21 @@ static int row_keys(Compiler *c, const EmitOperands *o, const uint8_t *row, int 
     return bytes << 16 | inputs << 24;
 }
 
+/* Phase ph's pass reading the row kept on chip through ac, as keys
+ * PFX_elem_body, PFX_step_code and PFX_ro of P (the row kernels' passes:
+ * PFX "row", from registers; "srow", from shared memory). */
+static void row_phase(Compiler *c, const EmitOperands *o, const EmitAccess *ac, int ph, const char *pfx, TDict *P)
+{
+    TDict *Q = tdict_new(c->arena);
+    emit_red_phase(o, ac, "p.", ph, Q);
+    const char *body = tget(Q, "elem_body"), *step = tget(Q, "step_code");
+    tset(P, arena_printf(c->arena, "%s_elem_body", pfx), body);
+    tset(P, arena_printf(c->arena, "%s_step_code", pfx), step);
+    /* the offsets in the slice, for what is not on chip (other operands,
+     * idx); NVVM warns of an array set and never read */
+    tbool(P, arena_printf(c->arena, "%s_ro", pfx), strstr(body, "ro[") || strstr(step, "ro["));
+}
+
 static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
 {
     const IrKernel *k = o->k;
@@ -253,22 +268,10 @@ static void reduction(Compiler *c, const EmitOperands *o, TDict *d)
         }
         pointers(o, need, false, NULL, &ptrs);
         if (slots) {
-            /* the same pass reading the row from rc (NAME__racc) */
-            TDict *Q = tdict_new(c->arena);
-            emit_red_phase(o, &rac, "p.", ph, Q);
-            const char *body = tget(Q, "elem_body"), *step = tget(Q, "step_code");
-            tset(P, "row_elem_body", body);
-            tset(P, "row_step_code", step);
-            /* the offsets in the slice, for what is not on chip (other
-             * operands, idx); NVVM warns of an array set and never read */
-            tbool(P, "row_ro", strstr(body, "ro[") || strstr(step, "ro["));
-            /* and from shared memory (NAME__sacc) */
-            TDict *R = tdict_new(c->arena);
-            emit_red_phase(o, &sac, "p.", ph, R);
-            const char *sbody = tget(R, "elem_body"), *sstep = tget(R, "step_code");
-            tset(P, "srow_elem_body", sbody);
-            tset(P, "srow_step_code", sstep);
-            tbool(P, "srow_ro", strstr(sbody, "ro[") || strstr(sstep, "ro["));
+            /* the same pass reading the row from rc (NAME__racc) and from
+             * shared memory (NAME__sacc) */
+            row_phase(c, o, &rac, ph, "row", P);
+            row_phase(c, o, &sac, ph, "srow", P);
             Buf rptrs = {0};
             pointers(o, need, false, row, &rptrs);
             tset(P, "row_phase_ptrs", rptrs.data ? emit_str(c, &rptrs) : "");
