@@ -537,7 +537,8 @@ static int compile_one(const Args *a, const char *path)
                 const char *nvcc_env = getenv("NNK_NVCC");
                 FatobjConfig cfg = {.cc = words, .ncc = nw, .ncc_tool = ntool, .cc_chosen = cc_chosen, .nvcc = nvcc,
                                     .nvcc_chosen = nvcc_env && *nvcc_env, .archs = a->cuda_archs,
-                                    .fmad = a->cuda_fmad, .jobs = a->jobs ? a->jobs : nnkc_jobs(), .output = dest};
+                                    .fmad = a->cuda_fmad, .jobs = a->jobs ? a->jobs : nnkc_jobs(),
+                                    .opt = a->opt.opt_level, .output = dest};
                 char *err = NULL;
                 if (!fatobj_object(c, &c->instances, &eo, &cfg, &err)) {
                     fprintf(stderr, "nnkc: error: %s\n", err ? err : "cannot build the object");

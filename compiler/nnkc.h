@@ -843,6 +843,7 @@ typedef struct FatobjConfig {
     const char *archs;
     bool fmad;    /* --cuda-fmad: nvcc may contract a * b + c; else -fmad=false */
     int jobs;     /* tools at once (-j, NNKC_JOBS) */
+    int opt;      /* -O level (the baseline loops take -O1 from 2 up: fatobj.c) */
     const char *output;
 } FatobjConfig;
 /* Writes cfg->output: the C of the instances compiled, with (cfg->nvcc)
