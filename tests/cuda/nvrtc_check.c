@@ -55,6 +55,11 @@ typedef struct job {
 
 static cu_state *S;
 static job *jobs;
+/* the jobs by size, largest first: the tasks take them in this order, so
+ * that the longest compiles do not start last (the lint round ends with
+ * its longest file: in file order, 20-reductions.cu's 1.2 MB began on one
+ * thread after the others had taken the small files) */
+static int *order;
 static int njobs, archs[64], narchs, lint_arch, ntasks;
 static atomic_int next_task;
 
@@ -123,14 +128,15 @@ static void *worker(void *arg)
         const char *base;
         char prefix[128];
         if (lint_arch && t < njobs) {
-            base = strrchr(jobs[t].path, '/');
-            snprintf(prefix, sizeof prefix, "%s", base ? base + 1 : jobs[t].path);
-            lint_job(&jobs[t], prefix);
+            job *j = &jobs[order[t]];
+            base = strrchr(j->path, '/');
+            snprintf(prefix, sizeof prefix, "%s", base ? base + 1 : j->path);
+            lint_job(j, prefix);
             continue;
         }
         if (lint_arch)
             t -= njobs;
-        job *j = &jobs[t / narchs];
+        job *j = &jobs[order[t / narchs]];
         int arch = archs[t % narchs];
         char *image = NULL, key[65];
         size_t size = 0;
@@ -207,6 +213,11 @@ int main(int argc, char **argv)
     fflush(stdout);
     njobs = argc - a;
     jobs = calloc((size_t)njobs, sizeof *jobs);
+    order = calloc((size_t)njobs, sizeof *order);
+    if (!jobs || !order) {
+        fprintf(stderr, "nvrtc_check: out of memory\n");
+        return 1;
+    }
     for (int i = 0; i < njobs; i++) {
         jobs[i].path = argv[a + i];
         jobs[i].src = slurp(argv[a + i]);
@@ -214,6 +225,13 @@ int main(int argc, char **argv)
             jobs[i].kernels++;
         jobs[i].large = large > 0 && (jobs[i].kernels > large || (jobs[i].src && strlen(jobs[i].src) > (128 << 10))) &&
                         narchs > 2;
+    }
+    for (int i = 0; i < njobs; i++) {
+        size_t len = jobs[i].src ? strlen(jobs[i].src) : 0;
+        int k = i;
+        for (; k > 0 && (jobs[order[k - 1]].src ? strlen(jobs[order[k - 1]].src) : 0) < len; k--)
+            order[k] = order[k - 1];
+        order[k] = i;
     }
     double t0 = now();
     pthread_t th[64];
