@@ -9,36 +9,49 @@
  *
  * Tasks are claimed one at a time, so uneven tasks balance themselves, and
  * the caller claims like any worker: it never waits for a worker that has
- * not claimed a task.  It wakes the workers only when the tasks left would
- * take it more than WAKE_WORK_NS alone, judged by its own first tasks
- * (caller_run), so a short job never pays for a wake-up.  On a loaded machine a woken worker may be
- * descheduled for milliseconds before it runs (a busy process on its
- * core); the caller then takes every task itself and returns, as a
- * work-stealing pool does, and waits only for tasks a worker has claimed
- * and is running (spinning a little first: see run_batch).  A claim is a compare-and-swap on one word holding the
- * job's number (high 32 bits) and the next task (low 32), so a worker that
- * wakes late, still holding an old job's function, claims nothing from
- * the next job.  Jobs of more than 2^32 - 1 tasks run as several.
+ * not claimed a task.  A claim is a compare-and-swap on one word holding
+ * the job's number (high 32 bits) and the next task (low 32), so a worker
+ * that wakes late, still holding an old job's function, claims nothing
+ * from the next job.  Jobs of more than 2^32 - 1 tasks run as several.
+ * The caller posts a job to the workers (and wakes them) only when the
+ * tasks left would take it more than WAKE_WORK_NS alone, judged by its own
+ * first tasks (caller_run), so a short job never pays for a wake-up.
  *
- * A worker descheduled in the middle of a task it claimed still makes the
- * caller wait for it (its outputs may not be written twice, nor after the
- * call returns): on a core shared with a busy process that is a scheduler
- * slice, milliseconds, for a job that takes less.  So a caller that waited
- * long for a claimed task (LATE_MIN_NS and four of its own task times)
- * marks the pool late: the jobs of the next LATE_MIN_RUN_NS run on the
- * caller alone, as with one thread, twice as long after each further late
- * job (at most LATE_MAX_RUN_NS), half as long after one that a worker took
- * part in on time; then the pool is tried again, so it comes back within
- * seconds after the contention ends.  The period is a time, not a count of
- * jobs: short jobs, which wake no worker, used up a count, and a longer
- * job then met the late worker again in most calls (under a busy loop
- * pinned to one core, 2^20-element jobs took 30-100 ms instead of 1).
- * A job counts as late, too, when its caller was off its core for longer
- * than it ran after it woke the workers (and over LATE_MIN_NS): a worker
- * woken onto the caller's own core (the other one busy) displaces it, and
- * the job then lasts as long as the scheduler's turns, milliseconds.  A job's bits do not
- * depend on the threads that ran it (exec.c), so this changes no result.
+ * Under contention (a busy process on one core, a loaded machine) three
+ * things made 2 threads slower than 1 (bench/perf, docs/performance.md):
+ *  - a woken worker descheduled before it claims: the caller takes every
+ *    task itself and returns, as a work-stealing pool does;
+ *  - a worker descheduled in the middle of a task it claimed: the caller
+ *    must wait for it, a scheduler slice or several (milliseconds; 40 ms
+ *    at a load of 15 on 2 cores), since a task's outputs may not be
+ *    written twice nor after the call returns: a caller that re-ran the
+ *    task would return while the late worker still has stores pending,
+ *    and those land later on memory the user may have written or freed
+ *    since (and an output that is also an input, z = z * 2, gives other
+ *    bits when run twice).  So the pool keeps an estimate of how long a
+ *    worker is descheduled, the delay: a late wait for a claimed task
+ *    (over LATE_MIN_NS and 4 of the caller's task times) adds its length,
+ *    and a worker's task that took far longer than the caller's tasks (it
+ *    was descheduled in it, whether or not the caller waited) raises the
+ *    delay to that excess; it halves every DELAY_HALF_NS.  A job shorter
+ *    than twice the delay runs on the caller alone (no wake-up), and in a
+ *    longer one a worker claims no task once the tasks after it would take
+ *    the caller less than the delay: the job's end is the caller's, and a
+ *    worker descheduled in its last task has that long to finish it;
+ *  - a worker woken onto the caller's own CPU (the scheduler's wake-up
+ *    placement when the other core is busy): the two take turns on one
+ *    core, and the caller waits for the worker's turns.  The caller notes
+ *    its CPU before each task (sched_getcpu: a load from the rseq area)
+ *    and a worker on that CPU claims nothing: it yields, staying runnable
+ *    so that the scheduler may move it to another core, and claims again
+ *    once it runs elsewhere.
+ * A job's bits do not depend on the threads that ran it (exec.c), so none
+ * of this changes a result.
  */
+#if defined(__linux__)
+#define _GNU_SOURCE /* sched_getcpu */
+#include <sched.h>
+#endif
 #include "internal.h"
 
 #include <stdlib.h>
@@ -51,9 +64,9 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 #define SPIN_MAX_NS 500000
 /* a wait for claimed tasks longer than this (and 4 task times) is late */
 #define LATE_MIN_NS 200000
-/* how long jobs then run on the caller alone: first, at most */
-#define LATE_MIN_RUN_NS 250000000
-#define LATE_MAX_RUN_NS 4000000000
+/* the workers' delay estimate: at most, and halved every DELAY_HALF_NS */
+#define DELAY_MAX_NS 100000000
+#define DELAY_HALF_NS 1000000000
 /* the workers are woken once the tasks left would take the caller this long */
 #define WAKE_WORK_NS 100000
 
@@ -64,21 +77,28 @@ static struct {
     int nworkers;
     int nthreads;             /* workers + the caller; 0 until started */
     bool stop, busy;
-    /* the current job, written under the lock before `generation` moves */
+    /* the current job, written under the lock before `posted` moves */
     uint32_t generation;      /* bumped for each job */
+    uint32_t posted;          /* the job the workers were woken for */
     rt_task_fn fn;
     void *arg;
     int64_t base, ntasks;     /* tasks base .. base + ntasks - 1 */
+    int64_t task_ns;          /* the caller's time per task so far */
+    int64_t reserve_ns;       /* the work a worker leaves to the caller */
     atomic_uint_least64_t claim;   /* generation << 32 | the next task */
     atomic_llong remaining;        /* tasks claimed or not, not yet finished */
-    /* lateness (under the lock): jobs run on the caller alone until
-     * inline_until (monotonic ns), a period of inline_run ns */
-    int64_t inline_until, inline_run;
+    atomic_int caller_cpu;         /* the CPU the caller last ran a task on; -1: unknown */
+    atomic_llong worker_late;      /* the longest a worker was descheduled in a task of this job */
+    /* lateness (under the lock): the workers' delay, delay_ns at delay_t
+     * (monotonic ns), halved every DELAY_HALF_NS since */
+    int64_t delay_ns, delay_t;
     int64_t late_jobs;             /* counted, for the tests */
+    int64_t colocated;             /* workers that left a job on the caller's CPU */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 void (*rt_pool_test_stall)(void);
 void (*rt_pool_test_claimed)(void);
+int (*rt_pool_test_cpu)(void);
 
 static int64_t now_ns(void)
 {
@@ -87,13 +107,24 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* The calling thread's CPU time. */
-static int64_t thread_cpu_ns(void)
+/* The CPU the calling thread runs on (glibc reads it from the rseq area:
+ * a load, no system call); -1 where unknown. */
+static inline int current_cpu(void)
 {
-    struct timespec t;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
-        return 0;
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    if (rt_pool_test_cpu)
+        return rt_pool_test_cpu();
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+static inline void yield_cpu(void)
+{
+#if defined(__linux__)
+    sched_yield();
+#endif
 }
 
 static inline void cpu_relax(void)
@@ -105,19 +136,56 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* A worker's part of job `gen`: claims and runs its tasks until none is
- * left; the worker that finishes the job's last task wakes the caller. */
-static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks)
+/* The workers' delay estimate now (with pool.lock held). */
+static int64_t delay_locked(int64_t now)
 {
+    if (!pool.delay_ns)
+        return 0;
+    int64_t halvings = (now - pool.delay_t) / DELAY_HALF_NS;
+    return halvings >= 63 ? 0 : pool.delay_ns >> halvings;
+}
+
+/* A worker's part of job `gen`: claims and runs its tasks until none is
+ * left, or until the tasks left after the next one would take the caller
+ * less than `reserve` ns alone (those are the caller's: it is not made to
+ * wait for a worker descheduled in the last of them), or until it finds
+ * itself on the caller's CPU (two threads taking turns on one core, each
+ * waiting for the other's scheduler slice).  The worker that finishes the
+ * job's last task wakes the caller.  Returns false when it left because of
+ * the caller's CPU. */
+static bool claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t task_ns,
+                          int64_t reserve)
+{
+    /* the tasks that must be left unclaimed after a claim */
+    int64_t keep = reserve > 0 ? (task_ns > 0 ? reserve / task_ns : ntasks) : 0;
+    bool colocated = false;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
-        if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
-            return;
+        if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks - keep)
+            return !colocated;
+        int cpu = current_cpu();
+        if (cpu >= 0 && cpu == atomic_load_explicit(&pool.caller_cpu, memory_order_relaxed)) {
+            /* on the caller's CPU: let the caller run, and stay runnable
+             * so that the scheduler may move this thread to another CPU */
+            colocated = true;
+            yield_cpu();
+            c = atomic_load(&pool.claim);
+            continue;
+        }
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
+        int64_t a = now_ns();
         if (rt_pool_test_claimed)
             rt_pool_test_claimed();
         fn(arg, base + (int64_t)(c & 0xffffffffu));
+        /* a task far longer than the caller's: descheduled in it for the
+         * difference, which the caller would wait for at the job's end */
+        int64_t late = now_ns() - a - task_ns;
+        if (task_ns > 0 && late > LATE_MIN_NS && late > 4 * task_ns) {
+            int64_t seen = atomic_load_explicit(&pool.worker_late, memory_order_relaxed);
+            while (seen < late && !atomic_compare_exchange_weak(&pool.worker_late, &seen, late))
+                ;
+        }
         if (atomic_fetch_sub(&pool.remaining, 1) == 1) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.done);
@@ -129,18 +197,20 @@ static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
 
 /* The caller's part of job `gen`: claims and runs tasks as a worker does,
  * and wakes the workers only once the tasks left would take it more than
- * WAKE_WORK_NS alone, judged by its own tasks so far: a job of a few tens
- * of microseconds is over before a woken worker would run (a futex wake
- * and a scheduler's latency, milliseconds on a loaded machine), and a
- * worker that claims a task late only makes the caller wait for it; a
- * short job so costs nothing but the caller's time, as with one thread.
- * (A worker not waiting on `work` sees the new generation itself and may
- * join without being woken.)  Returns the tasks it ran. */
+ * WAKE_WORK_NS alone (and twice the workers' delay estimate `delay`),
+ * judged by its own tasks so far: a job of a few tens of microseconds is
+ * over before a woken worker would run (a futex wake and a scheduler's
+ * latency, milliseconds on a loaded machine), and a worker that claims a
+ * task late only makes the caller wait for it; a short job so costs
+ * nothing but the caller's time, as with one thread.  Before each task it
+ * notes its CPU, which a worker compares with its own.  Returns the tasks
+ * it ran. */
 static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0,
-                          int64_t *off_cpu)
+                          int64_t delay)
 {
-    int64_t ran = 0, woke_ns = 0, woke_cpu = 0;
+    int64_t ran = 0;
     bool woke = false;
+    int64_t wake_ns = 2 * delay > WAKE_WORK_NS ? 2 * delay : WAKE_WORK_NS;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
@@ -148,48 +218,50 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
         int64_t task = (int64_t)(c & 0xffffffffu);
+        if (woke)
+            atomic_store_explicit(&pool.caller_cpu, current_cpu(), memory_order_relaxed);
         fn(arg, base + task);
         ran++;
         atomic_fetch_sub(&pool.remaining, 1);
         if (!woke) {
-            int64_t left = ntasks - task - 1;
-            if (left > 0 && (now_ns() - t0) / ran * left > WAKE_WORK_NS) {
-                woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
+            int64_t left = ntasks - task - 1, per = (now_ns() - t0) / ran;
+            if (left > 0 && per * left > wake_ns) {
+                atomic_store_explicit(&pool.caller_cpu, current_cpu(), memory_order_relaxed);
+                pthread_mutex_lock(&pool.lock);
+                pool.task_ns = per > 0 ? per : 1;
+                pool.posted = gen;
                 pthread_cond_broadcast(&pool.work);
+                pthread_mutex_unlock(&pool.lock);
                 woke = true;
             }
         }
         c = atomic_load(&pool.claim);
-    }
-    /* how long the caller was off its core since it woke the workers, in
-     * excess of the time it ran */
-    if (woke) {
-        int64_t wall = now_ns() - woke_ns, cpu = thread_cpu_ns() - woke_cpu;
-        *off_cpu = wall - cpu > cpu ? wall - cpu : 0;
     }
     return ran;
 }
 
 static void *worker(void *start)
 {
-    uint32_t seen = (uint32_t)(uintptr_t)start;   /* the generation when it was created */
+    uint32_t seen = (uint32_t)(uintptr_t)start;   /* the job posted when it was created */
     pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (!pool.stop && pool.generation == seen)
+        while (!pool.stop && pool.posted == seen)
             pthread_cond_wait(&pool.work, &pool.lock);
         if (pool.stop)
             break;
-        seen = pool.generation;
-        if (!pool.busy)
+        seen = pool.posted;
+        if (!pool.busy || pool.generation != seen)
             continue;
         rt_task_fn fn = pool.fn;
         void *arg = pool.arg;
-        int64_t base = pool.base, ntasks = pool.ntasks;
+        int64_t base = pool.base, ntasks = pool.ntasks, task_ns = pool.task_ns, reserve = pool.reserve_ns;
         pthread_mutex_unlock(&pool.lock);
         if (rt_pool_test_stall)
             rt_pool_test_stall();
-        claim_and_run(seen, fn, arg, base, ntasks);
+        bool apart = claim_and_run(seen, fn, arg, base, ntasks, task_ns, reserve);
         pthread_mutex_lock(&pool.lock);
+        if (!apart)
+            pool.colocated++;
     }
     pthread_mutex_unlock(&pool.lock);
     return NULL;
@@ -221,7 +293,7 @@ static void start_locked(void)
         return; /* run everything inline */
     pool.stop = false;
     for (int i = 0; i < n - 1; i++) {
-        if (pthread_create(&pool.threads[i], NULL, worker, (void *)(uintptr_t)pool.generation) != 0)
+        if (pthread_create(&pool.threads[i], NULL, worker, (void *)(uintptr_t)pool.posted) != 0)
             break;
         pool.nworkers++;
     }
@@ -248,21 +320,22 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
         pthread_mutex_unlock(&pool.lock);
         return false;
     }
-    if (pool.inline_until && now_ns() < pool.inline_until) { /* late workers: the caller alone (above) */
-        pthread_mutex_unlock(&pool.lock);
-        return false;
-    }
+    int64_t t0 = now_ns(), delay = delay_locked(t0);
     pool.busy = true;
     pool.fn = fn;
     pool.arg = arg;
     pool.base = base;
     pool.ntasks = ntasks;
+    pool.reserve_ns = delay;
     uint32_t gen = ++pool.generation;
+    if (gen == pool.posted) /* wrapped around: posted must differ from a new job's number */
+        gen = ++pool.generation;
     atomic_store(&pool.remaining, ntasks);
     atomic_store(&pool.claim, (uint64_t)gen << 32);
+    atomic_store_explicit(&pool.caller_cpu, -1, memory_order_relaxed);
+    atomic_store_explicit(&pool.worker_late, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool.lock);
-    int64_t t0 = now_ns(), off_cpu = 0;
-    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, &off_cpu);
+    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, delay);
     /* Only tasks a worker claimed are left, and it is running them: they
      * end within a task's time unless it was descheduled.  Sleeping hands
      * the caller's core away, and on a loaded machine getting it back
@@ -282,20 +355,21 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     pthread_mutex_lock(&pool.lock);
     while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
-    int64_t t2 = waited ? now_ns() : 0, wait = t2 - t1;
-    if ((waited && wait > LATE_MIN_NS && wait > 4 * per) || off_cpu > LATE_MIN_NS) {
-        if (!waited)
-            t2 = now_ns();
-        pool.inline_run = pool.inline_run ? 2 * pool.inline_run : LATE_MIN_RUN_NS;
-        if (pool.inline_run > LATE_MAX_RUN_NS)
-            pool.inline_run = LATE_MAX_RUN_NS;
-        pool.inline_until = t2 + pool.inline_run;
-        pool.late_jobs++;
-    } else if (mine < ntasks) {
-        pool.inline_run /= 2; /* a worker took part, in time */
-        if (pool.inline_run < LATE_MIN_RUN_NS)
-            pool.inline_run = 0;
+    /* The workers' delay: a late wait for a claimed task (the worker was
+     * descheduled that long past the reserve it left), or a worker's task
+     * that took far longer than the caller's (descheduled in it: had that
+     * task been its last, the caller would have waited). */
+    int64_t t2 = now_ns(), late = atomic_load(&pool.worker_late), d = delay_locked(t2);
+    bool was_late = false;
+    if (waited && t2 - t1 > LATE_MIN_NS && t2 - t1 > 4 * per)
+        d += t2 - t1, was_late = true;
+    if (late > d)
+        d = late;
+    if (was_late || late > 0) {
+        pool.delay_ns = d > DELAY_MAX_NS ? DELAY_MAX_NS : d;
+        pool.delay_t = t2;
     }
+    pool.late_jobs += was_late;
     pool.busy = false;
     pthread_mutex_unlock(&pool.lock);
     return true;
@@ -327,8 +401,16 @@ void rt_pool_shutdown(void)
     pool.nworkers = 0;
     pool.nthreads = 0;
     pool.stop = false;
-    pool.inline_until = pool.inline_run = pool.late_jobs = 0;
+    pool.delay_ns = pool.delay_t = pool.late_jobs = pool.colocated = 0;
     pthread_mutex_unlock(&pool.lock);
+}
+
+int64_t rt_pool_colocated(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    int64_t n = pool.colocated;
+    pthread_mutex_unlock(&pool.lock);
+    return n;
 }
 
 int64_t rt_pool_late_jobs(void)
@@ -352,7 +434,7 @@ static void atfork_child(void)
     pool.nthreads = 0;
     pool.busy = false;
     pool.stop = false;
-    pool.inline_until = pool.inline_run = 0;
+    pool.delay_ns = pool.delay_t = 0;
 }
 
 __attribute__((constructor)) static void pool_init(void)
