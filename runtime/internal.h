@@ -118,11 +118,6 @@ extern void (*rt_pool_test_stall)(void);
  * library.  rt_pool_late_jobs: the jobs that waited late for one. */
 extern void (*rt_pool_test_claimed)(void);
 int64_t rt_pool_late_jobs(void);
-/* Tests only: replaces the CPU a thread runs on (pool.c keeps a worker
- * from claiming tasks on the caller's CPU); NULL in the library.
- * rt_pool_colocated: the jobs a worker found itself on the caller's CPU. */
-extern int (*rt_pool_test_cpu)(void);
-int64_t rt_pool_colocated(void);
 
 /* ---- exec.c: running host kernels over a plan --------------------------- */
 

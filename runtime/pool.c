@@ -17,7 +17,7 @@
  * tasks left would take it more than WAKE_WORK_NS alone, judged by its own
  * first tasks (caller_run), so a short job never pays for a wake-up.
  *
- * Under contention (a busy process on one core, a loaded machine) three
+ * Under contention (a busy process on one core, a loaded machine) two
  * things made 2 threads slower than 1 (bench/perf, docs/performance.md):
  *  - a woken worker descheduled before it claims: the caller takes every
  *    task itself and returns, as a work-stealing pool does;
@@ -33,25 +33,25 @@
  *    (over LATE_MIN_NS and 4 of the caller's task times) adds its length,
  *    and a worker's task that took far longer than the caller's tasks (it
  *    was descheduled in it, whether or not the caller waited) raises the
- *    delay to that excess; it halves every DELAY_HALF_NS.  A job shorter
+ *    delay to that excess, as does a caller that was off its core after
+ *    waking the workers for longer than it ran (on a loaded machine a
+ *    worker woken onto the caller's core preempts it, and the caller then
+ *    waits its turn behind every other runnable thread there: 2^16
+ *    elements took 4-15 ms on 2 threads, 0.2 ms on 1, at a load of 20);
+ *    it halves every DELAY_HALF_NS.  A job shorter
  *    than twice the delay runs on the caller alone (no wake-up), and in a
  *    longer one a worker claims no task once the tasks after it would take
  *    the caller less than the delay: the job's end is the caller's, and a
- *    worker descheduled in its last task has that long to finish it;
- *  - a worker woken onto the caller's own CPU (the scheduler's wake-up
- *    placement when the other core is busy): the two take turns on one
- *    core, and the caller waits for the worker's turns.  The caller notes
- *    its CPU before each task (sched_getcpu: a load from the rseq area)
- *    and a worker on that CPU claims nothing: it yields, staying runnable
- *    so that the scheduler may move it to another core, and claims again
- *    once it runs elsewhere.
+ *    worker descheduled in its last task has that long to finish it.
+ * A worker woken onto the caller's own CPU (the scheduler's wake-up
+ * placement when the other core is busy) takes turns with the caller on
+ * one core; that is left as it is: keeping such a worker off (yielding)
+ * made 2^25 jobs slower on a loaded machine, where the two threads' turns
+ * are a share of a core that others use too, and the wait it causes at a
+ * job's end is the delay above.
  * A job's bits do not depend on the threads that ran it (exec.c), so none
  * of this changes a result.
  */
-#if defined(__linux__)
-#define _GNU_SOURCE /* sched_getcpu */
-#include <sched.h>
-#endif
 #include "internal.h"
 
 #include <stdlib.h>
@@ -66,7 +66,7 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 #define LATE_MIN_NS 200000
 /* the workers' delay estimate: at most, and halved every DELAY_HALF_NS */
 #define DELAY_MAX_NS 100000000
-#define DELAY_HALF_NS 1000000000
+#define DELAY_HALF_NS 2000000000
 /* the workers are woken once the tasks left would take the caller this long */
 #define WAKE_WORK_NS 100000
 
@@ -87,18 +87,15 @@ static struct {
     int64_t reserve_ns;       /* the work a worker leaves to the caller */
     atomic_uint_least64_t claim;   /* generation << 32 | the next task */
     atomic_llong remaining;        /* tasks claimed or not, not yet finished */
-    atomic_int caller_cpu;         /* the CPU the caller last ran a task on; -1: unknown */
     atomic_llong worker_late;      /* the longest a worker was descheduled in a task of this job */
     /* lateness (under the lock): the workers' delay, delay_ns at delay_t
      * (monotonic ns), halved every DELAY_HALF_NS since */
     int64_t delay_ns, delay_t;
     int64_t late_jobs;             /* counted, for the tests */
-    int64_t colocated;             /* workers that left a job on the caller's CPU */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
 
 void (*rt_pool_test_stall)(void);
 void (*rt_pool_test_claimed)(void);
-int (*rt_pool_test_cpu)(void);
 
 static int64_t now_ns(void)
 {
@@ -107,24 +104,13 @@ static int64_t now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* The CPU the calling thread runs on (glibc reads it from the rseq area:
- * a load, no system call); -1 where unknown. */
-static inline int current_cpu(void)
+/* The calling thread's CPU time. */
+static int64_t thread_cpu_ns(void)
 {
-    if (rt_pool_test_cpu)
-        return rt_pool_test_cpu();
-#if defined(__linux__)
-    return sched_getcpu();
-#else
-    return -1;
-#endif
-}
-
-static inline void yield_cpu(void)
-{
-#if defined(__linux__)
-    sched_yield();
-#endif
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static inline void cpu_relax(void)
@@ -148,30 +134,17 @@ static int64_t delay_locked(int64_t now)
 /* A worker's part of job `gen`: claims and runs its tasks until none is
  * left, or until the tasks left after the next one would take the caller
  * less than `reserve` ns alone (those are the caller's: it is not made to
- * wait for a worker descheduled in the last of them), or until it finds
- * itself on the caller's CPU (two threads taking turns on one core, each
- * waiting for the other's scheduler slice).  The worker that finishes the
- * job's last task wakes the caller.  Returns false when it left because of
- * the caller's CPU. */
-static bool claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t task_ns,
+ * wait for a worker descheduled in the last of them).  The worker that
+ * finishes the job's last task wakes the caller. */
+static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t task_ns,
                           int64_t reserve)
 {
     /* the tasks that must be left unclaimed after a claim */
     int64_t keep = reserve > 0 ? (task_ns > 0 ? reserve / task_ns : ntasks) : 0;
-    bool colocated = false;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks - keep)
-            return !colocated;
-        int cpu = current_cpu();
-        if (cpu >= 0 && cpu == atomic_load_explicit(&pool.caller_cpu, memory_order_relaxed)) {
-            /* on the caller's CPU: let the caller run, and stay runnable
-             * so that the scheduler may move this thread to another CPU */
-            colocated = true;
-            yield_cpu();
-            c = atomic_load(&pool.claim);
-            continue;
-        }
+            return;
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
         int64_t a = now_ns();
@@ -182,7 +155,7 @@ static bool claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
          * difference, which the caller would wait for at the job's end */
         int64_t late = now_ns() - a - task_ns;
         if (task_ns > 0 && late > LATE_MIN_NS && late > 4 * task_ns) {
-            int64_t seen = atomic_load_explicit(&pool.worker_late, memory_order_relaxed);
+            long long seen = atomic_load_explicit(&pool.worker_late, memory_order_relaxed);
             while (seen < late && !atomic_compare_exchange_weak(&pool.worker_late, &seen, late))
                 ;
         }
@@ -202,13 +175,13 @@ static bool claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
  * over before a woken worker would run (a futex wake and a scheduler's
  * latency, milliseconds on a loaded machine), and a worker that claims a
  * task late only makes the caller wait for it; a short job so costs
- * nothing but the caller's time, as with one thread.  Before each task it
- * notes its CPU, which a worker compares with its own.  Returns the tasks
- * it ran. */
+ * nothing but the caller's time, as with one thread.  Returns the tasks
+ * it ran; *off_cpu: how long it was off its core after waking the workers,
+ * beyond the time it ran (a worker woken onto its core displaced it). */
 static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0,
-                          int64_t delay)
+                          int64_t delay, int64_t *off_cpu)
 {
-    int64_t ran = 0;
+    int64_t ran = 0, woke_ns = 0, woke_cpu = 0;
     bool woke = false;
     int64_t wake_ns = 2 * delay > WAKE_WORK_NS ? 2 * delay : WAKE_WORK_NS;
     uint64_t c = atomic_load(&pool.claim);
@@ -218,15 +191,13 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
             continue; /* c is the current value again */
         int64_t task = (int64_t)(c & 0xffffffffu);
-        if (woke)
-            atomic_store_explicit(&pool.caller_cpu, current_cpu(), memory_order_relaxed);
         fn(arg, base + task);
         ran++;
         atomic_fetch_sub(&pool.remaining, 1);
         if (!woke) {
             int64_t left = ntasks - task - 1, per = (now_ns() - t0) / ran;
             if (left > 0 && per * left > wake_ns) {
-                atomic_store_explicit(&pool.caller_cpu, current_cpu(), memory_order_relaxed);
+                woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
                 pthread_mutex_lock(&pool.lock);
                 pool.task_ns = per > 0 ? per : 1;
                 pool.posted = gen;
@@ -236,6 +207,10 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
             }
         }
         c = atomic_load(&pool.claim);
+    }
+    if (woke) {
+        int64_t wall = now_ns() - woke_ns, cpu = thread_cpu_ns() - woke_cpu;
+        *off_cpu = wall - cpu > cpu ? wall - cpu : 0;
     }
     return ran;
 }
@@ -258,10 +233,8 @@ static void *worker(void *start)
         pthread_mutex_unlock(&pool.lock);
         if (rt_pool_test_stall)
             rt_pool_test_stall();
-        bool apart = claim_and_run(seen, fn, arg, base, ntasks, task_ns, reserve);
+        claim_and_run(seen, fn, arg, base, ntasks, task_ns, reserve);
         pthread_mutex_lock(&pool.lock);
-        if (!apart)
-            pool.colocated++;
     }
     pthread_mutex_unlock(&pool.lock);
     return NULL;
@@ -332,10 +305,10 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
         gen = ++pool.generation;
     atomic_store(&pool.remaining, ntasks);
     atomic_store(&pool.claim, (uint64_t)gen << 32);
-    atomic_store_explicit(&pool.caller_cpu, -1, memory_order_relaxed);
     atomic_store_explicit(&pool.worker_late, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool.lock);
-    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, delay);
+    int64_t off_cpu = 0;
+    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, delay, &off_cpu);
     /* Only tasks a worker claimed are left, and it is running them: they
      * end within a task's time unless it was descheduled.  Sleeping hands
      * the caller's core away, and on a loaded machine getting it back
@@ -356,13 +329,16 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     while (atomic_load(&pool.remaining) > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     /* The workers' delay: a late wait for a claimed task (the worker was
-     * descheduled that long past the reserve it left), or a worker's task
+     * descheduled that long past the reserve it left), a worker's task
      * that took far longer than the caller's (descheduled in it: had that
-     * task been its last, the caller would have waited). */
+     * task been its last, the caller would have waited), or a caller off
+     * its core after waking the workers for longer than it ran. */
     int64_t t2 = now_ns(), late = atomic_load(&pool.worker_late), d = delay_locked(t2);
     bool was_late = false;
     if (waited && t2 - t1 > LATE_MIN_NS && t2 - t1 > 4 * per)
         d += t2 - t1, was_late = true;
+    if (off_cpu > LATE_MIN_NS && off_cpu > late)
+        late = off_cpu;
     if (late > d)
         d = late;
     if (was_late || late > 0) {
@@ -401,16 +377,8 @@ void rt_pool_shutdown(void)
     pool.nworkers = 0;
     pool.nthreads = 0;
     pool.stop = false;
-    pool.delay_ns = pool.delay_t = pool.late_jobs = pool.colocated = 0;
+    pool.delay_ns = pool.delay_t = pool.late_jobs = 0;
     pthread_mutex_unlock(&pool.lock);
-}
-
-int64_t rt_pool_colocated(void)
-{
-    pthread_mutex_lock(&pool.lock);
-    int64_t n = pool.colocated;
-    pthread_mutex_unlock(&pool.lock);
-    return n;
 }
 
 int64_t rt_pool_late_jobs(void)

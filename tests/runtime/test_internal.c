@@ -468,10 +468,6 @@ static void spin_task(void *arg, int64_t t)
     atomic_fetch_add((atomic_int *)arg, 1);
 }
 
-/* The worker and the caller on different CPUs (pool.c keeps a worker off
- * the caller's CPU; the machine's own placement would decide otherwise). */
-static int apart_cpu(void) { return pthread_equal(pthread_self(), caller) ? 0 : 1; }
-
 /* The caller must wait for a claimed task (its outputs are not written
  * twice), but a job that waited late raises the pool's estimate of the
  * workers' delay: a job shorter than twice that runs on the caller alone,
@@ -484,7 +480,6 @@ static void test_pool_late_worker(void)
     rt_pool_shutdown();
     caller = pthread_self();
     atomic_store(&claimed_stalls, 0);
-    rt_pool_test_cpu = apart_cpu;
     rt_pool_test_claimed = stall_claimed;
     CU_ASSERT_EQUAL(rt_pool_threads(), 2);
     atomic_int done = 0;
@@ -494,7 +489,6 @@ static void test_pool_late_worker(void)
     int64_t late = rt_pool_late_jobs();
     rt_pool_shutdown();
     rt_pool_test_claimed = NULL;
-    rt_pool_test_cpu = NULL;
     unsetenv("NNK_NUM_THREADS");
     CU_ASSERT_EQUAL(atomic_load(&done), 40 * 20);
     /* 1 (job 1: a wait of about 50 ms, so the 2 ms jobs after it run
@@ -507,36 +501,9 @@ static void test_pool_late_worker(void)
         fprintf(stderr, "pool_late_worker: the stalled worker held %d of 40 jobs\n", stalls);
 }
 
-/* ---- the pool: a worker on the caller's CPU claims nothing ------------------- */
-
 static atomic_int worker_claims;
 
 static void count_claim(void) { atomic_fetch_add(&worker_claims, 1); }
-
-static int same_cpu(void) { return 0; }
-
-/* Two threads on one CPU take turns: the caller's job then lasts as long
- * as the scheduler's slices, and the caller waits for a task the worker
- * claimed in its turn.  A worker that finds itself on the caller's CPU
- * yields instead of claiming, so the caller runs every task. */
-static void test_pool_colocated_worker(void)
-{
-    setenv("NNK_NUM_THREADS", "2", 1);
-    rt_pool_shutdown();
-    atomic_store(&worker_claims, 0);
-    rt_pool_test_cpu = same_cpu;
-    rt_pool_test_claimed = count_claim;
-    CU_ASSERT_EQUAL(rt_pool_threads(), 2);
-    atomic_int done = 0;
-    for (int job = 0; job < 10; job++)
-        rt_pool_run(20, spin_task, &done);
-    rt_pool_test_claimed = NULL;
-    rt_pool_shutdown();
-    rt_pool_test_cpu = NULL;
-    unsetenv("NNK_NUM_THREADS");
-    CU_ASSERT_EQUAL(atomic_load(&done), 10 * 20);
-    CU_ASSERT_EQUAL(atomic_load(&worker_claims), 0);
-}
 
 /* ---- the pool: a short job wakes no worker ------------------------------------ */
 
@@ -581,7 +548,7 @@ static void test_pool_short_jobs_alone(void)
 }
 
 /* After a late job the pool's delay estimate lasts a time (halved every
- * 0.5 s), not a count of jobs: short jobs between the long ones (which
+ * 2 s), not a count of jobs: short jobs between the long ones (which
  * wake no worker) used up a count, and every long job met the stalled
  * worker again. 20 rounds of 8 short jobs and one long one (20 tasks of
  * 100 us, about 2 ms): after the first late job (a 50 ms wait) the long
@@ -593,7 +560,6 @@ static void test_pool_late_period(void)
     rt_pool_shutdown();
     caller = pthread_self();
     atomic_store(&claimed_stalls, 0);
-    rt_pool_test_cpu = apart_cpu;
     rt_pool_test_claimed = stall_claimed;
     CU_ASSERT_EQUAL(rt_pool_threads(), 2);
     atomic_int done = 0, sdone = 0;
@@ -605,7 +571,6 @@ static void test_pool_late_period(void)
     int stalls = atomic_load(&claimed_stalls);
     rt_pool_shutdown();
     rt_pool_test_claimed = NULL;
-    rt_pool_test_cpu = NULL;
     unsetenv("NNK_NUM_THREADS");
     CU_ASSERT_EQUAL(atomic_load(&done), 20 * 20);
     CU_ASSERT_EQUAL(atomic_load(&sdone), 20 * 8 * 32);
@@ -626,7 +591,6 @@ static const CunitTest tests_internal[] = {
     {"jit_failures_cached", test_jit_failures_cached},
     {"pool_stalled_worker", test_pool_stalled_worker},
     {"pool_late_worker", test_pool_late_worker},
-    {"pool_colocated_worker", test_pool_colocated_worker},
     {"pool_short_jobs_alone", test_pool_short_jobs_alone},
     {"pool_late_period", test_pool_late_period},
     {NULL},
