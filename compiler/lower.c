@@ -622,15 +622,25 @@ static int32_t welford_var(Lower *L, int32_t arg, Type res, ReducerKind kind)
     int32_t w = ir_select(L, acc, ir_binary(L, BIN_GT, T_BOOL, c, zero), ir_binary(L, BIN_DIV, acc, cb, c), zero);
     int32_t dl = ir_binary(L, BIN_SUB, acc, mb, ma);
     int32_t mcomb = ir_binary(L, BIN_ADD, acc, ma, ir_binary(L, BIN_MUL, acc, dl, w));
+    /* dl * (dl * (ca * w)), not dl^2 * (ca * w): with one side empty (the
+     * first element into a lane's state, an empty lane merged) ca * w is 0,
+     * and the square of a finite dl may overflow (|x| > 1.3e154 in f64):
+     * inf * 0 made the variance NaN where two passes give inf (found by the
+     * fuzzer) */
     int32_t qcomb = ir_binary(L, BIN_ADD, acc, ir_binary(L, BIN_ADD, acc, qa, qb),
-                              ir_binary(L, BIN_MUL, acc, ir_binary(L, BIN_MUL, acc, dl, dl),
-                                        ir_binary(L, BIN_MUL, acc, ca, w)));
+                              ir_binary(L, BIN_MUL, acc, dl,
+                                        ir_binary(L, BIN_MUL, acc, dl, ir_binary(L, BIN_MUL, acc, ca, w))));
     int32_t nodes[9] = {a, zero, mcomb, zero, zero, qcomb, ir_const(L, value_float(acc, 1)), zero, c};
     Type types[3] = {acc, acc, acc};
     int32_t mu = ir_tuple_reducer(L, nodes, types, 3, 0), q = ir_tuple_reducer(L, nodes, types, 3, 1);
     IrNode nn = blank(IR_N, T_I64);
     nn.level = L_UNIFORM;
     int32_t n = intern_node(L, nn);
+    /* m finite: so is every element, and two passes give a number or +inf
+     * (a square or the sum overflowed); the state's NaN is such an overflow
+     * (x - mu of opposite signs past 9e307: an infinite mu, then inf - inf).
+     * (Before the division: an empty slice's q is 0, its mean 0 / 0.) */
+    q = ir_select(L, acc, ir_call(L, B_ISNAN, T_BOOL, &q, 1), ir_const(L, value_float(acc, INFINITY)), q);
     int32_t v = kind == R_MEAN ? ir_binary(L, BIN_DIV, acc, q, ir_convert(L, n, acc, false)) : q;
     /* (an f16/bf16 result is its f32 compute value, as the two-pass
      * reducer's f32 accumulator: not rounded to the type) */
