@@ -1107,8 +1107,12 @@ static void elem_scan(const EmitOperands *o, const int32_t *roots, int nroots, c
     e->res = nnkc_scratch(sizeof *e->res * (size_t)(nroots + 1));
     for (int i = 0; i < nroots; i++) {
         int r = roots[i];
-        if (r >= 0 && given && given[r]) /* the caller has it: its value is an argument */
-            e->arg[r] = 1;
+        /* the caller has it and declares it (2); an argument of the
+         * function (1) only where a node computed in it reads it (an unused
+         * parameter drew -Wextra's warning: z2 = x2; z1 = idx; with z2
+         * read back by mean(z2), found by the fuzzer) */
+        if (r >= 0 && given && given[r])
+            e->arg[r] = 2;
         if (r < 0 || k->nodes[r].level != L_ELEM || (given && given[r]) || e->in[r])
             continue;
         e->in[r] = 1;
@@ -1185,7 +1189,7 @@ void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *na
         if (e->loads[op])
             buf_printf(&params, "%s%s e%d", params.len ? ", " : "", stype(o->storage[op]), op);
     for (int i = 0; i < k->nnodes; i++)
-        if (e->arg[i])
+        if (e->arg[i] == 1)
             buf_printf(&params, "%s%s t%d", params.len ? ", " : "", ctype((Type)k->nodes[i].type), i);
     if (e->nres > 1)
         for (int r = 0; r < e->nres; r++)
@@ -1236,7 +1240,7 @@ void emit_elem_call(const EmitOperands *o, const EmitElem *e, const EmitAccess *
         }
     }
     for (int i = 0; i < k->nnodes; i++)
-        if (e->arg[i])
+        if (e->arg[i] == 1)
             buf_printf(&args, "%st%d", args.len ? ", " : "", i);
     if (e->nres == 1) {
         int r = e->res[0];

@@ -728,7 +728,7 @@ typedef struct EmitElem {
     int32_t *res;
     bool idx, plan; /* takes idx, the plan */
     uint8_t *in;    /* per node: computed in it */
-    uint8_t *arg;   /* per node: taken as an argument tN */
+    uint8_t *arg;   /* per node: taken as an argument tN (1), or only the caller's (2) */
     uint8_t *loads; /* per operand: takes its element eK */
 } EmitElem;
 void emit_elem_fn(const EmitOperands *o, const EmitElemTarget *t, const char *name, const char *lead,
