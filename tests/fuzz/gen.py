@@ -708,10 +708,9 @@ class Gen:
     def o3_outs(self, k):
         """Outputs zo0 = sum(exp(E - max(E))), zo1 = mean((E - mean(E)) * (E -
         mean(E))) (or sum, or pow(E - mean(E), 2)): E a float expression of
-        the elements, the same text each time (so one node).  Last, and read
-        by nothing: where all of a slice's E are equal, Welford's variance is
-        0 and the two passes' a rounding error, which a comparison or bool()
-        of it would tell apart (the oracle leaves such an output out)."""
+        the elements, the same text each time (so one node).  Last; now and
+        then one more output reads them (o3_use)."""
+        uses = []
         for i in range(self.r.randrange(1, 3)):
             t = self.pick(["f32", "f64", "f32", "f16"])
             e = self.cast(self.expr(self.r.randrange(0, 3), "e", None, in_red=True), t)
@@ -723,8 +722,45 @@ class Gen:
                 sq = ("bin", "*", d, d) if self.chance(0.7) else ("call", "pow", [d, ("lit", 2, 0)])
                 body = ("red", self.pick(["mean", "sum"]), sq)
             name = "zo%d" % i
-            k.outs.append(Out(name, self.pick([t, "f32", "f64"]), True))
+            ot = self.pick([t, "f32", "f64"])
+            k.outs.append(Out(name, ot, True))
             k.body.append(Stmt("out", name, body))
+            uses.append((name, self.binding_types(ot)))
+        if self.chance(0.5):
+            self.o3_use(k, uses)
+
+    def o3_use(self, k, uses):
+        """An output zq0 that reads one of the o3 outputs: a comparison,
+        bool(), an integer conversion or arithmetic with another expression,
+        per element or reduced.  Where a slice's E are all equal, Welford's
+        variance is 0 and the two passes' the rounding error of the mean
+        squared, which a comparison tells apart: the oracle models the one
+        pass (oracle.py, ONE_PASS)."""
+        name, ts = self.pick(uses)
+        x = Typed(("name", "out", name), ts, "r")
+        lv = "r" if self.chance(0.5) else "e"
+        f = self.r.random()
+        if f < 0.2:
+            e = self.cast(x, "bool")
+        elif f < 0.35:
+            e = self.cast(x, self.int_type())
+        else:
+            op = self.pick(["<", ">", "==", "!=", "<=", ">=", "+", "-", "*", "/"])
+            b = self.expr(self.r.randrange(0, 3), lv)
+            try:
+                tts = tuple(binop_types(op, u, v)[1] for u, v in zip(x.ts, b.ts))
+            except Invalid:
+                b = self.cast(b, "f64")
+                tts = tuple(binop_types(op, u, v)[1] for u, v in zip(x.ts, b.ts))
+            e = Typed(("bin", op, x.e, b.e), tts, lmax(x.lv, b.lv))
+            if op in ("<", ">", "==", "!=", "<=", ">=") and self.chance(0.4):
+                a, c = self.expr(1, lv), self.expr(1, lv)
+                e = Typed(("sel", "where", e.e, a.e, c.e), tuple(promote(u, v) for u, v in zip(a.ts, c.ts)),
+                          lmax(e.lv, a.lv, c.lv))
+        if any_cx(e):
+            e = self.cast(e, "f64")
+        k.outs.append(Out("zq0", self.pick(["bool", "i32", "f32", "f64", "u8"]), e.lv != "e"))
+        k.body.append(Stmt("out", "zq0", e.e))
 
     def mode_type(self):
         """The type of a raw or inout parameter (drawn from the EXT stream)."""
