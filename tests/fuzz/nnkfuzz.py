@@ -872,6 +872,8 @@ def write_file(path, progs):
 
 def check_batch(progs, seeds, path, opt="-O2", emu=False, extra=()):
     """Returns [(index or None, kind, message)]."""
+    # (the oracle models -O3's one-pass variance: oracle.ONE_PASS)
+    oracle.ONE_PASS = "-O3" in extra
     write_file(path, progs)
     try:
         so, cfile = build_c(path, opt, extra)
