@@ -234,6 +234,12 @@ def const_cond(c, bound=None, funcs=None, fparams=None):
     it reads (func f(p0, p1) = trunc(0.001); where(f(idx, x), ...)),
     nothing else."""
     bound = bound or {}
+    if c[0] == "call" and c[1] in PRED_FNS:
+        # of an integer (imag: of a real value, signbit: of an unsigned
+        # one) a constant (language.md), which the tree's node does not
+        # tell: it may fold (isnan(r0[i]) ? r0[x0] : s with integer r0:
+        # the read r0[x0] is not made)
+        return True
     if c[0] == "fcall" and funcs and c[1] in funcs:
         f = funcs[c[1]]
         ps = {pn: const_cond(a, bound, funcs, fparams) for (pn, _), a in zip(f.params, c[2])}
