@@ -286,13 +286,15 @@ static bool at_bound(Value v, Type t, bool high)
 
 static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
 {
-    if (!type_is_int(ot))
+    if (!type_is_int(ot) && ot != T_BOOL)
         return -1;
     Value v;
     bool on_right = is_const_node(L, b, &v);
     if (!on_right && !is_const_node(L, a, &v))
         return -1;
-    bool at_max = at_bound(v, ot, true), at_min = at_bound(v, ot, false);
+    /* (bools too: b < false, a uint8_t in the C, drew the same warning) */
+    bool at_max = ot == T_BOOL ? v.v.i != 0 : at_bound(v, ot, true);
+    bool at_min = ot == T_BOOL ? v.v.i == 0 : at_bound(v, ot, false);
     if (!on_right) { /* c OP x as x OP' c */
         switch (op) {
         case BIN_LT: op = BIN_GT; break;
