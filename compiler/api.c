@@ -321,76 +321,62 @@ NnkcReduceOp nnkc_instance_reduce_op(const Instance *in)
     }
 }
 
-NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage)
+/* A query of one instance's IR: the kernel of that kind with its type
+ * arguments in their classes, checked and lowered under the error guard,
+ * then `use` on it (still under the guard: it may allocate).  A query
+ * leaves no diagnostics behind; false when any step failed. */
+static bool query_lowered(NnkcModule *m, const char *kernel, ItemKind kind, const Type *targs, const Type *storage,
+                          void (*use)(Instance *, void *), void *arg)
 {
     if (!m || !m->ok || !kernel)
-        return NNKC_REDUCE_NONE;
+        return false;
     Compiler *const c = m->c;
     Item *k = sema_find_kernel(c, kernel);
-    if (!k || k->kind != I_REDUCTION)
-        return NNKC_REDUCE_NONE;
+    if (!k || k->kind != kind)
+        return false;
     for (int g = 0; g < k->generics.n; g++) {
         Generic *gen = k->generics.items[g];
         if (!targs || targs[g] >= T_NSCALAR || !type_in_class(targs[g], gen->cls))
-            return NNKC_REDUCE_NONE;
+            return false;
     }
     int from = c->diags.n;
     int errs = c->nerrors, events = c->error_events;
-    volatile NnkcReduceOp op = NNKC_REDUCE_NONE;
+    volatile bool ok = false;
     jmp_buf jb;
     if (setjmp(jb) != 0) {
-        nnkc_release(c); /* an internal error or out of memory: not a plain reduction */
+        nnkc_release(c); /* an internal error or out of memory: no answer */
     } else {
         nnkc_enter(c, &jb);
         Instance *in = sema_instance(c, k, targs, storage);
         if (in && c->error_events == events) {
             if (!in->ir)
                 lower_instance(c, in);
-            if (c->error_events == events)
-                op = nnkc_instance_reduce_op(in);
+            if (c->error_events == events && in->ir) {
+                use(in, arg);
+                ok = true;
+            }
         }
     }
     nnkc_leave(c);
-    /* a query leaves no diagnostics behind */
     c->diags.n = from;
     c->nerrors = errs;
-    return op;
+    return ok;
 }
+
+static void use_reduce_op(Instance *in, void *arg) { *(NnkcReduceOp *)arg = nnkc_instance_reduce_op(in); }
+
+NnkcReduceOp nnkc_module_reduce_op(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage)
+{
+    NnkcReduceOp op = NNKC_REDUCE_NONE;
+    return query_lowered(m, kernel, I_REDUCTION, targs, storage, use_reduce_op, &op) ? op : NNKC_REDUCE_NONE;
+}
+
+static void use_eval(Instance *in, void *arg) { *(NnkcEval **)arg = nnkc_eval_new(in->ir); }
 
 NnkcEval *nnkc_module_eval(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage)
 {
-    if (!m || !m->ok || !kernel)
-        return NULL;
-    Compiler *const c = m->c;
-    Item *k = sema_find_kernel(c, kernel);
-    if (!k || k->kind != I_ELEMENTWISE)
-        return NULL;
-    for (int g = 0; g < k->generics.n; g++) {
-        Generic *gen = k->generics.items[g];
-        if (!targs || targs[g] >= T_NSCALAR || !type_in_class(targs[g], gen->cls))
-            return NULL;
-    }
-    int from = c->diags.n;
-    int errs = c->nerrors, events = c->error_events;
-    NnkcEval *volatile ev = NULL;
-    jmp_buf jb;
-    if (setjmp(jb) != 0) {
-        nnkc_release(c); /* an internal error or out of memory: no evaluator */
-    } else {
-        nnkc_enter(c, &jb);
-        Instance *in = sema_instance(c, k, targs, storage);
-        if (in && c->error_events == events) {
-            if (!in->ir)
-                lower_instance(c, in);
-            if (c->error_events == events && in->ir)
-                ev = nnkc_eval_new(in->ir);
-        }
-    }
-    nnkc_leave(c);
-    /* a query leaves no diagnostics behind */
-    c->diags.n = from;
-    c->nerrors = errs;
-    return ev;
+    NnkcEval *ev = NULL;
+    return query_lowered(m, kernel, I_ELEMENTWISE, targs, storage, use_eval, &ev) ? ev : NULL;
 }
 
 bool nnkc_module_defaults(NnkcModule *m, const char *kernel, const Type *targs, const Type *storage, Value *out,
