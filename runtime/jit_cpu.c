@@ -414,17 +414,28 @@ static void remember_identity(const char *key, const char *id, const char *flags
  * installed with it. */
 static nnk_status install_identity(const char *cc, char *id, char *flags);
 
-static nnk_status compiler_identity(const char *cc)
+/* cc's identity without running it: known in this process, or remembered
+ * in the disk cache (installed then).  *keyed: cc's program was found, so
+ * ikey is its key and a probe would run it. */
+static bool identity_ready(const char *cc, char ikey[65], bool *keyed)
 {
     pthread_mutex_lock(&jit.lock);
     bool known = jit.cc && strcmp(jit.cc, cc) == 0;
     pthread_mutex_unlock(&jit.lock);
+    *keyed = known;
     if (known)
-        return NNK_OK;
+        return true;
+    char *id = NULL, *flags = NULL;
+    *keyed = identity_key(cc, ikey);
+    return *keyed && recall_identity(ikey, &id, &flags) && install_identity(cc, id, flags) == NNK_OK;
+}
+
+static nnk_status compiler_identity(const char *cc)
+{
     char ikey[65], *id = NULL, *flags = NULL;
-    const bool keyed = identity_key(cc, ikey);
-    if (keyed && recall_identity(ikey, &id, &flags))
-        return install_identity(cc, id, flags);
+    bool keyed;
+    if (identity_ready(cc, ikey, &keyed))
+        return NNK_OK;
     char *copy, *argv[80]; /* the compiler's words, then at most 16 of the probe's */
     int n = split_words(cc, &copy, argv, 62);
     if (n <= 0) {
@@ -458,24 +469,6 @@ static nnk_status compiler_identity(const char *cc)
     if (keyed && (flags || (native && strcmp(native, "0") == 0) || !jit_march()))
         remember_identity(ikey, id, flags);
     return install_identity(cc, id, flags);
-}
-
-/* cc's identity without running it: known in this process, or remembered
- * in the disk cache (installed then).  *found: cc's program was found (and
- * the identity can be keyed), so a probe would run it. */
-static bool identity_ready(const char *cc, bool *found)
-{
-    pthread_mutex_lock(&jit.lock);
-    bool known = jit.cc && strcmp(jit.cc, cc) == 0;
-    pthread_mutex_unlock(&jit.lock);
-    *found = known;
-    if (known)
-        return true;
-    char ikey[65], *id = NULL, *flags = NULL;
-    *found = identity_key(cc, ikey);
-    if (*found && recall_identity(ikey, &id, &flags))
-        return install_identity(cc, id, flags) == NNK_OK;
-    return false;
 }
 
 /* Installs cc's identity and host flags (taking both). */
@@ -819,8 +812,9 @@ nnk_status rt_jit_c_begin(const char *source, bool parts, const char *symbol, in
     if (!source || !symbol || !desc)
         return rt_error(NNK_EINVAL, "JIT: source, symbol or desc is NULL");
     const char *cc = compiler_command();
+    char ikey[65];
     bool found;
-    if (pending && !identity_ready(cc, &found) && found) {
+    if (pending && !identity_ready(cc, ikey, &found) && found) {
         /* the probe (two compiler processes, 20-50 ms and more on a busy
          * machine) goes to the caller's compile too; a command whose
          * program is not found is probed here, for its error */
