@@ -220,12 +220,16 @@ def call(pp, prog, b, args, kw, shape, out=None, inout_bufs=None):
     return [from_out(got[o.name], b.get(o.ty, o.ty)) for o in k.outs]
 
 
-def same_bytes(a, b):
+def same_bytes(a, b, t=None):
     """The same bits, but that any NaN equals any NaN: the language leaves
     a NaN's sign and payload open (gcc folds 0.0 / 0.0 to +NaN at -O2, x86
     computes -NaN; PoCL's LLVM gives +NaN), and so does "the same bits" of
-    docs/c-backend.md.  (np.ascontiguousarray would make a 0-d array 1-d.)"""
+    docs/c-backend.md.  bf16 (t) is held as its bits (from_out): compared
+    as the f32 values they are the upper half of, so that its NaNs are
+    NaNs too.  (np.ascontiguousarray would make a 0-d array 1-d.)"""
     a, b = np.array(a, order="C"), np.array(b, order="C")
+    if t == "bf16" and a.dtype == b.dtype == np.uint16:
+        a, b = [(x.astype(np.uint32) << 16).view(np.float32) for x in (a, b)]
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind in "fc":
@@ -262,7 +266,7 @@ def check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng):
     if pp.kind != "opencl" or exact:
         for what, outs in res:
             for o, x, y in zip(k.outs, outs, c_outs):
-                if not same_bytes(x, y):
+                if not same_bytes(x, y, b.get(o.ty, o.ty)):
                     bad = np.argwhere(np.atleast_1d(np.ascontiguousarray(x) != np.ascontiguousarray(y)))[:3] \
                         if np.shape(x) == np.shape(y) else "shape %s, C %s" % (np.shape(x), np.shape(y))
                     raise Fail("miscompile", "%s %s: output %s (%s) is not the C back end's bytes (%s): %s: got %r, "
