@@ -229,7 +229,8 @@ def same_bytes(a, b, t=None):
     NaNs too.  (np.ascontiguousarray would make a 0-d array 1-d.)"""
     a, b = np.array(a, order="C"), np.array(b, order="C")
     if t == "bf16" and a.dtype == b.dtype == np.uint16:
-        a, b = [(x.astype(np.uint32) << 16).view(np.float32) for x in (a, b)]
+        # (1-d: numpy 1.24 shifts a 0-d uint32 into an int64)
+        a, b = [(np.atleast_1d(x).astype(np.uint32) << np.uint32(16)).view(np.float32) for x in (a, b)]
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind in "fc":
