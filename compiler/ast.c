@@ -43,6 +43,15 @@ static void set_depth(Compiler *c, Expr *e, int m)
         diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
 }
 
+/* A level that is no node (parentheses, unary plus): e, one deeper. */
+static void nest_once_more(Compiler *c, Expr *e)
+{
+    if (e->nest == NNKC_MAX_NESTING)
+        diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
+    if (e->nest <= NNKC_MAX_NESTING)
+        e->nest++;
+}
+
 Expr *ast_int(Compiler *c, Token t)
 {
     Expr *e = new_expr(c, t.bad ? E_ERROR : E_INT, t.range);
@@ -87,8 +96,9 @@ static Op op_of(Token op, bool unary)
 
 Expr *ast_unary(Compiler *c, Token op, Expr *a)
 {
-    if (op.kind == NNK_TK_PLUS) { /* unary plus is the identity */
+    if (op.kind == NNK_TK_PLUS) { /* unary plus is the identity, but a level as any unary operator */
         a->range = range_join(op.range, a->range);
+        nest_once_more(c, a);
         return a;
     }
     Expr *e = new_expr(c, E_UNARY, range_join(op.range, a->range));
@@ -138,10 +148,7 @@ Expr *ast_paren(Compiler *c, Token lp, Expr *e, Token rp)
 {
     e->range = range_join(lp.range, rp.range);
     e->paren = true;
-    if (e->nest == NNKC_MAX_NESTING)
-        diag_error(c, e->range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
-    if (e->nest <= NNKC_MAX_NESTING)
-        e->nest++;
+    nest_once_more(c, e);
     return e;
 }
 

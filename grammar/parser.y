@@ -15,7 +15,15 @@
 %token_prefix NNK_TK_
 %token_type {Token}
 %extra_argument {ParseState *ps}
-%stack_size 1000
+/* The stack holds every expression nested as deep as the language allows
+ * (NNKC_MAX_NESTING, docs/language.md section 7): a level takes at most 9
+ * entries (a tuple lambda's `| ( a ) , ( b ) |`; a `?:` else branch takes
+ * `c ? x :`, 4, a call's argument `f ( args ,`, 4), and what is on the
+ * stack below the expression (an item, a statement) takes fewer than 32.
+ * So the parser never runs out before sema's limit does; past it (a chain
+ * of `- - - ...` longer than the stack) it stops with the same error.
+ * parse_file's static assertion keeps the number honest. */
+%stack_size 2400
 %start_symbol file
 
 %include {
@@ -31,6 +39,7 @@ typedef struct ParseState {
     Token last;      /* the token being fed, for error locations */
     Token prev;      /* the token fed before it */
     bool stop;       /* stack overflow: stop feeding tokens */
+    Range deep;      /* with the stack full: where the expression crosses the nesting limit */
     void *parser;    /* the lemon parser, for expected-token queries */
 } ParseState;
 
@@ -48,7 +57,7 @@ int NnkParseFallback(int);
 
 %syntax_error { syntax_error(ps, yymajor, yyminor); }
 %stack_overflow {
-    diag_error(ps->c, ps->last.range, "nesting too deep (the parser's limit is %d levels)", 1000);
+    diag_error(ps->c, ps->deep, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
     ps->stop = true;
 }
 %parse_failure { ps->stop = true; }
@@ -380,6 +389,36 @@ static void syntax_error(ParseState *ps, int major, Token tok)
                         major == NNK_TK_TYPENAME ? "type name" : "keyword");
 }
 
+/* Parser stack entries (%stack_size, above) per level of nesting, and below
+ * the expression. */
+enum { STACK_PER_LEVEL = 9, STACK_BELOW_EXPR = 32 };
+_Static_assert(YYSTACKDEPTH >= STACK_BELOW_EXPR + STACK_PER_LEVEL * (NNKC_MAX_NESTING + 1),
+               "the parser's stack must hold every expression the nesting limit allows");
+
+/* The stack is full, so the expression being read is nested deeper than
+ * the limit: where it crosses it, counted from the outside (as a
+ * bracket depth is), is the token that opens level NNKC_MAX_NESTING + 1.
+ * The expression starts after the topmost '=' on the stack; above it each
+ * operator (unary, or binary before its right operand), '?', '(' and '['
+ * opens a level.  A lambda's closing '|' and a tuple lambda's parentheses
+ * count too, so with lambdas the spot is a few tokens early. */
+static Range deep_spot(const ParseState *ps)
+{
+    const yyParser *p = ps->parser;
+    int top = (int)(p->yytos - p->yystack), from = top;
+    while (from > 0 && p->yystack[from].major != NNK_TK_ASSIGN)
+        from--;
+    int level = 0;
+    for (int i = from + 1; i <= top; i++) {
+        int k = p->yystack[i].major;
+        bool opens = k == NNK_TK_QUESTION || k == NNK_TK_LPAREN || k == NNK_TK_LBRACKET || k == NNK_TK_PLUS ||
+                     k == NNK_TK_BANG || k == NNK_TK_TILDE || (k < YYNTOKEN && op_of_token(k, false) < OP_COUNT);
+        if (opens && ++level == NNKC_MAX_NESTING)
+            return p->yystack[i].minor.yy0.range;
+    }
+    return ps->last.range;
+}
+
 /* The parser lives in the compiler's arena (its stack is fixed,
  * %stack_size): nothing to free when an action bails out (nnkc_oom).
  * lemon's allocator takes no context, hence the thread-local. */
@@ -404,6 +443,9 @@ void parse_file(Compiler *c, SourceFile *src)
         /* An unterminated comment swallowed the rest: nothing more to say. */
         if (ps.stop || c->nerrors - errors_before > 40 || (kind == 0 && lx.unterminated))
             break;
+        /* A token pushes at most one entry: this one may overflow. */
+        if (((yyParser *)parser)->yytos - ((yyParser *)parser)->yystack >= YYSTACKDEPTH - 1)
+            ps.deep = deep_spot(&ps);
         NnkParse(parser, kind, t, &ps);
         if (kind == 0 || ps.stop)
             break;
