@@ -286,16 +286,7 @@ static void put_line_and_caret(Buf *out, const SourceFile *f, Range r, bool colo
     if (r.off > f->len)
         return;
     const unsigned char *t = (const unsigned char *)f->text;
-    size_t start = r.off;
-    while (start > 0 && t[start - 1] != '\n')
-        start--;
-    size_t end = r.off;
-    while (end < f->len && t[end] != '\n')
-        end++;
-    if (end > start && t[end - 1] == '\r')
-        end--;
-    if (start == 0 && r.off >= source_bom(f))
-        start = source_bom(f); /* the byte order mark the lexer skipped: not printed, no column */
+    size_t end, start = source_line(f, r.off, &end);
     /* A line longer than LINE_SHOWN bytes (a generated file's, a file of
      * one line) shows that much around the caret, "..." for the rest:
      * every error printed all of a 16 MiB line. */

@@ -428,13 +428,8 @@ static void emit_source_comment(const Range *r, const char *indent, Buf *out)
     const SourceFile *sf = c ? source_get(c, r->file) : NULL;
     if (!sf || !sf->text || r->off > sf->len)
         return;
-    const char *b = sf->text + r->off, *e = b;
-    while (b > sf->text && b[-1] != '\n')
-        b--;
-    if (b == sf->text && r->off >= source_bom(sf))
-        b += source_bom(sf); /* not the byte order mark the lexer skipped */
-    while (e < sf->text + sf->len && *e != '\n' && *e != '\r')
-        e++;
+    size_t end, start = source_line(sf, r->off, &end);
+    const char *b = sf->text + start, *e = sf->text + end;
     while (b < e && (*b == ' ' || *b == '\t'))
         b++;
     size_t len = (size_t)(e - b);

@@ -122,6 +122,14 @@ SourceFile *source_get(Compiler *c, int id);
 /* The bytes of the UTF-8 byte order mark that starts f (3), else 0: the
  * lexer skips them, diagnostics and generated comments leave them out. */
 size_t source_bom(const SourceFile *f);
+/* Lines end with LF, CR LF or a lone CR (old Mac OS), as in gcc; form feed
+ * and vertical tab are blanks within a line.  source_eol: the bytes of the
+ * line end at p (p < lim), 0 where none starts.  source_line: the start of
+ * the line that holds byte off of f, *end the end of its text (before the
+ * line end), the byte order mark left out: what a diagnostic or a comment
+ * of generated code shows of it. */
+size_t source_eol(const char *p, const char *lim);
+size_t source_line(const SourceFile *f, size_t off, size_t *end);
 Range range_join(Range a, Range b); /* from the start of a to the end of b */
 
 /* ===================================================================== */

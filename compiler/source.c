@@ -124,6 +124,29 @@ size_t source_bom(const SourceFile *f)
     return f->len >= 3 && memcmp(f->text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
 }
 
+size_t source_eol(const char *p, const char *lim)
+{
+    if (*p == '\n')
+        return 1;
+    if (*p == '\r')
+        return p + 1 < lim && p[1] == '\n' ? 2 : 1;
+    return 0;
+}
+
+size_t source_line(const SourceFile *f, size_t off, size_t *end)
+{
+    const char *t = f->text;
+    size_t start = off < f->len ? off : f->len, e = start;
+    while (start > 0 && t[start - 1] != '\n' && t[start - 1] != '\r')
+        start--;
+    while (e < f->len && t[e] != '\n' && t[e] != '\r')
+        e++;
+    if (start == 0 && off >= source_bom(f))
+        start = source_bom(f); /* the byte order mark the lexer skipped: not shown, no column */
+    *end = e;
+    return start;
+}
+
 Range range_join(Range a, Range b)
 {
     if (a.file != b.file || b.off + b.len < a.off)

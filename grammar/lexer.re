@@ -103,10 +103,14 @@ static bool block_comment(Lexer *lx)
             lx->cur = p + 2;
             return true;
         }
-        if (*p++ == '\n') {
-            bidi_check(lx, seg, p - 1, "a comment");
+        size_t eol = source_eol(p, lx->lim);
+        if (eol) {
+            bidi_check(lx, seg, p, "a comment");
+            p += eol;
             newline(lx, p);
             seg = p;
+        } else {
+            p++;
         }
     }
     bidi_check(lx, seg, lx->lim, "a comment");
@@ -122,7 +126,7 @@ static bool string_lit(Lexer *lx, Token *t)
 {
     Buf b = {0};
     const char *p = lx->tok + 1;
-    while (p < lx->lim && *p != '"' && *p != '\n') {
+    while (p < lx->lim && *p != '"' && !source_eol(p, lx->lim)) {
         if (*p == '\\' && p + 1 < lx->lim && (p[1] == '"' || p[1] == '\\'))
             p++;
         if (*p == 0) {
@@ -296,6 +300,7 @@ int lexer_next(Lexer *lx, Token *t)
             hexd   = [0-9a-fA-F_];
             exp    = [eE] [+-]? [0-9] [0-9_]*;
             ident  = [A-Za-z_] [A-Za-z0-9_]*;
+            eol    = "\r\n" | "\r" | "\n";
 
             "\x00" {
                 if (lx->tok >= lx->lim) {
@@ -308,9 +313,9 @@ int lexer_next(Lexer *lx, Token *t)
                 lx->error_line = lx->line;
                 continue;
             }
-            [ \t\r\v\f]+ { continue; }
-            "\n"         { newline(lx, lx->cur); continue; }
-            "//" [^\n\x00]* { bidi_check(lx, lx->tok, lx->cur, "a comment"); continue; }
+            [ \t\v\f]+  { continue; }
+            eol          { newline(lx, lx->cur); continue; }
+            "//" [^\n\r\x00]* { bidi_check(lx, lx->tok, lx->cur, "a comment"); continue; }
             "/*"         { if (!block_comment(lx)) { t->kind = 0; t->range = range_here(lx, lx->lim, lx->lim); return 0; } continue; }
             "\""         { t->kind = NNK_TK_STRING; string_lit(lx, t); return t->kind; }
 

@@ -73,6 +73,22 @@ if [ $rc -ne 2 ] || grep -q "did you mean" "$out"; then
     cat "$out"
     fail=$((fail + 1))
 fi
+# Lines end with LF, CR LF or a lone CR: the eol_* cases hold the same text
+# with each (their own .err files are checked above) and must say the same
+# file:line:col, line and caret
+for f in eol_*.err; do
+    n=$((n + 1))
+    name=${f%.err}
+    case $name in
+    eol_eof_*) ref=eol_eof_lf ;;
+    *) ref=eol_lf ;;
+    esac
+    if ! sed "s/^$name\.nnk:/$ref.nnk:/" "$f" | cmp -s - "$ref.err"; then
+        echo "FAIL $name.nnk: its diagnostics differ from $ref.nnk's"
+        sed "s/^$name\.nnk:/$ref.nnk:/" "$f" | diff -u "$ref.err" - | head -20
+        fail=$((fail + 1))
+    fi
+done
 # "-" reads standard input, as cc's, and its diagnostics say <stdin>, as gcc's
 n=$((n + 1))
 printf 'elementwise k(x: f32[]) -> (y: f32[]) {\n    y = tahn(x);\n}\n' | "$nnkc" --check --color=never - >/dev/null 2>"$out"
