@@ -57,7 +57,7 @@ int NnkParseFallback(int);
 
 %syntax_error { syntax_error(ps, yymajor, yyminor); }
 %stack_overflow {
-    diag_error(ps->c, ps->deep, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
+    diag_error(ps->c, ps->deep.line ? ps->deep : ps->last.range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
     ps->stop = true;
 }
 %parse_failure { ps->stop = true; }
@@ -443,8 +443,9 @@ void parse_file(Compiler *c, SourceFile *src)
         /* An unterminated comment swallowed the rest: nothing more to say. */
         if (ps.stop || c->nerrors - errors_before > 40 || (kind == 0 && lx.unterminated))
             break;
-        /* A token pushes at most one entry: this one may overflow. */
-        if (((yyParser *)parser)->yytos - ((yyParser *)parser)->yystack >= YYSTACKDEPTH - 1)
+        /* A token pushes at most two entries (an empty rule's, then its
+         * own): this one may overflow the stack. */
+        if (((yyParser *)parser)->yytos - ((yyParser *)parser)->yystack >= YYSTACKDEPTH - 3)
             ps.deep = deep_spot(&ps);
         NnkParse(parser, kind, t, &ps);
         if (kind == 0 || ps.stop)
