@@ -22,7 +22,8 @@
  * stack below the expression (an item, a statement) takes fewer than 32.
  * So the parser never runs out before sema's limit does; past it (a chain
  * of `- - - ...` longer than the stack) it stops with the same error.
- * parse_file's static assertion keeps the number honest. */
+ * A static assertion by parse_file keeps the number honest.  (The stack
+ * is some 170 KiB of the arena per file parsed.) */
 %stack_size 2400
 %start_symbol file
 
@@ -57,7 +58,8 @@ int NnkParseFallback(int);
 
 %syntax_error { syntax_error(ps, yymajor, yyminor); }
 %stack_overflow {
-    diag_error(ps->c, ps->deep.line ? ps->deep : ps->last.range, "expression nested too deeply (the limit is %d levels)", NNKC_MAX_NESTING);
+    diag_error(ps->c, ps->deep.line ? ps->deep : ps->last.range, "expression nested too deeply (the limit is %d levels)",
+               NNKC_MAX_NESTING);
     ps->stop = true;
 }
 %parse_failure { ps->stop = true; }
@@ -395,7 +397,7 @@ enum { STACK_PER_LEVEL = 9, STACK_BELOW_EXPR = 32 };
 _Static_assert(YYSTACKDEPTH >= STACK_BELOW_EXPR + STACK_PER_LEVEL * (NNKC_MAX_NESTING + 1),
                "the parser's stack must hold every expression the nesting limit allows");
 
-/* The stack is full, so the expression being read is nested deeper than
+/* The stack is (nearly) full, so the expression being read is nested deeper than
  * the limit: where it crosses it, counted from the outside (as a
  * bracket depth is), is the token that opens level NNKC_MAX_NESTING + 1.
  * The expression starts after the topmost '=' on the stack; above it each
