@@ -90,7 +90,7 @@ tar -C build-release -xzf build-test/nnk-*.tar.gz
 src=$(echo "$top"/build-release/nnk-*)
 # every file git tracks is in the tarball (but git's and CI's own)
 if command -v git >/dev/null 2>&1 && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-    missing=$(git -C "$top" ls-files | grep -v -e '\.gitignore$' -e '^\.ci/' | while read -r f; do
+    missing=$(git -C "$top" ls-files | grep -v -e '\.gitignore$' -e '^\.gitattributes$' -e '^\.ci/' | while read -r f; do
         [ -e "$src/$f" ] || echo "$f"; done)
     if [ -n "$missing" ]; then
         echo "run-all.sh: make dist leaves out tracked files:" $missing >&2
