@@ -1081,6 +1081,15 @@ def cx_tanh(R, x, y, t, pt):
         return _cmk(np.where(big, br, (beta * rho * s) / den), np.where(big, bi, tn / den), t)
 
 
+def _zero_sign(cx, x):
+    """x with its zeros +0 (perturbed run 1), -0 (2) or either (3)."""
+    if not cx.mode:
+        return x
+    x = np.array(x)
+    s = 1.0 if cx.mode == 1 else -1.0 if cx.mode == 2 else cx.rng.choice([-1.0, 1.0], size=x.shape)
+    return np.where(x == 0, np.copysign(np.zeros_like(x), s), x).astype(x.dtype)
+
+
 def cx_reduce(cx, name, a, t, ax):
     """sum, prod, mean of complex values: in t's part type (no wider
     accumulator), in an order the language leaves open."""
@@ -1093,6 +1102,11 @@ def cx_reduce(cx, name, a, t, ax):
             scale = (cx.n + 2) * np.abs(r)
             rr = cx.fuzz(np.asarray(r.real).astype(re.dtype), pt, scale=scale)
             ri = cx.fuzz(np.asarray(r.imag).astype(re.dtype), pt, scale=scale)
+            # a part that is zero has the sign the order gives it: with
+            # c = (-286 + 503j) * 0, c * (1e300 - 1j) is +0 + 0j, but
+            # (-286 + 503j) * (0 * (1e300 - 1j)) is -0 + 0j (arg: 0 or pi);
+            # the perturbed runs give it each sign
+            rr, ri = (_zero_sign(cx, x) for x in (rr, ri))
             bad = order_sensitive(cx, np.abs(w), pt, "*", ax)
             return _cmk(_mark(cx, rr, bad), _mark(cx, ri, bad, im=True), t)
         out = [float_sum(cx, np.asarray(part, dtype=np.float64), ax, name == "mean", part.dtype, pt)
