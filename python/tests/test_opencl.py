@@ -213,6 +213,29 @@ def test_raw_range_errors_on_the_device(ctx, raw):
         raw.mm_raw(dev(np.ones((2, 4))), dev(np.ones((3, 2))), dev(np.zeros((2, 4, 2))), axis=1, ctx=ctx)
 
 
+VMATH = ("exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid")
+
+
+def test_vmath_bits_of_the_cpu(ctx):
+    """f32 exp, expm1, log, log1p, sin, cos, tanh, sigmoid are vmath.h on
+    both (docs/opencl.md, "Numerics"): the cpu backend's bits, f16 storage
+    too, but for a NaN's sign and payload.  sin and cos of |x| > 2^19 were
+    libm's sinf/cosf on the cpu and OpenCL's sin/cos on the device: 10% of
+    those arguments differed (PoCL)."""
+    src = "\n".join("elementwise v_%s<T: float>(x: T[]) -> (y: T[]) { y = %s(x); }" % (f, f) for f in VMATH)
+    mc, mo = nnk.compile(src, name="vm.nnk"), nnk.compile(src, name="vm.nnk", ctx=ctx)
+    x32 = np.arange(0, 2 ** 32, 30011, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x16 = np.arange(0, 2 ** 16, 3, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    for f in VMATH:
+        for x, ut in ((x32, np.uint32), (x16, np.uint16)):
+            want = np.asarray(getattr(mc, "v_" + f)(x))
+            got = getattr(mo, "v_" + f)(nnk.asarray(x, ctx=ctx)).numpy()
+            nan = np.isnan(want) & np.isnan(got)
+            bad = (want.view(ut) != got.view(ut)) & ~nan
+            assert not bad.any(), "%s %s: %d of %d differ, e.g. x = %r: %r, cpu %r" % (
+                f, x.dtype, bad.sum(), x.size, x[bad][:3], got[bad][:3], want[bad][:3])
+
+
 # ---- complex c64/c128 on the device (docs/opencl.md, "Complex numbers") ----
 
 CPLX = """

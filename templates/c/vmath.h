@@ -5,8 +5,9 @@
  * so a folded constant has the bits the generated code computes.  Plain
  * C99, <stdint.h> and <math.h> only; every function static.
  *
- * Each function is straight-line code: no calls, no table lookups, selects
- * instead of branches, only + - * / and conversions, so that gcc and clang
+ * Each function is straight-line code (sin and cos of |x| > 2^19 aside,
+ * below): no calls, no table lookups, selects instead of branches, only
+ * + - * / and conversions, so that gcc and clang
  * inline it and vectorize the loop around it (-O2 and up; no -ffast-math,
  * and exact under -ffp-contract=off: the bits do not depend on the target
  * ISA, SSE2 or AVX2, nor on the thread count).  Special values follow
@@ -18,12 +19,14 @@
  * tests/conformance/test_vmath.py enforces (docs/c-backend.md, "Vector math"):
  *   nnk_vm_exp      1.03 [1.5]     nnk_vm_expm1   1.46 [2]
  *   nnk_vm_log      0.81 [1]       nnk_vm_log1p   1.21 [1.5]
- *   nnk_vm_sin/cos  0.89 [1]       nnk_vm_tanh    1.49 [2]
+ *   nnk_vm_sin/cos  0.93 [1]       nnk_vm_tanh    1.49 [2]
  *   nnk_vm_sigmoid  2.34 [2.5]
  *
  * sin and cos reduce the argument in double (three-part pi/2, exact for
- * |x| <= NNK_VM_TRIG_MAX); beyond it nnk_vm_sin/nnk_vm_cos call libm's
- * sinf/cosf.  The *_fast variants skip that test (callers check the range
+ * |x| <= NNK_VM_TRIG_MAX); beyond it nnk_vm_sin/nnk_vm_cos reduce it with
+ * the bits of 2/pi (integer products, a table: nnk_vm_sincos_big), the same
+ * code in C and OpenCL C, not libm's sinf/cosf, whose bits are the C
+ * library's.  The *_fast variants skip that test (callers check the range
  * themselves: the generated contiguous loops flag out-of-range lanes and
  * recompute their block with the exact functions). */
 #ifndef NNK_VMATH_H
@@ -177,14 +180,9 @@ NNK_VM_FN float nnk_vm_log1p(float x)
  * picks one and its sign. */
 #define NNK_VM_TRIG_MAX 0x1p19f
 
-NNK_VM_FN float nnk_vm_sincos_fast(float x, int32_t c)
+/* sin (c = 0) or cos (c = 1) of r = rd (|r| <= pi/4) in quadrant q */
+NNK_VM_FN float nnk_vm_sincos_r(double rd, int32_t q)
 {
-    const float a = fabsf(x);
-    const int in = a <= NNK_VM_TRIG_MAX, zero = x == 0.0f;
-    const double xd = (double)nnk_vm_sel(in, x, 0.0f); /* out of range (or NaN): garbage, replaced below */
-    const double nd = (xd * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;
-    const int32_t q = (int32_t)nd + c;
-    const double rd = (xd - nd * 0x1.921fb544p+0) - nd * 0x1.0b4611a626331p-34 - nd * 0x1.1701b839a2520p-88;
     const float rh = (float)rd;
     const float rl = (float)(rd - (double)rh);
     const float z = rh * rh;
@@ -195,18 +193,70 @@ NNK_VM_FN float nnk_vm_sincos_fast(float x, int32_t c)
                      (z * z * (0x1.555556p-5f + z * (-0x1.6c16c0p-10f + z * (0x1.a015c6p-16f + z * -0x1.252474p-22f))) -
                       rh * rl));
     const float v = nnk_vm_sel(q & 1, co, s);
-    const float res = nnk_vm_u2f(nnk_vm_f2u(v) ^ ((uint32_t)(q & 2) << 30));
+    return nnk_vm_u2f(nnk_vm_f2u(v) ^ ((uint32_t)(q & 2) << 30));
+}
+
+NNK_VM_FN float nnk_vm_sincos_fast(float x, int32_t c)
+{
+    const float a = fabsf(x);
+    const int in = a <= NNK_VM_TRIG_MAX, zero = x == 0.0f;
+    const double xd = (double)nnk_vm_sel(in, x, 0.0f); /* out of range (or NaN): garbage, replaced below */
+    const double nd = (xd * 0x1.45f306dc9c883p-1 + 0x1.8p52) - 0x1.8p52;
+    const int32_t q = (int32_t)nd + c;
+    const double rd = (xd - nd * 0x1.921fb544p+0) - nd * 0x1.0b4611a626331p-34 - nd * 0x1.1701b839a2520p-88;
+    const float res = nnk_vm_sincos_r(rd, q);
     /* NaN and Inf give NaN; sin(-0) is -0 */
     const float nan = x - x;
     return nnk_vm_sel(in, nnk_vm_sel((c == 0) & zero, x, res), nan);
+}
+
+/* ---- sin, cos of |x| > NNK_VM_TRIG_MAX ------------------------------------
+ * |x| = m 2^(e-23), m a 24-bit integer: |x| 2/pi mod 4 is m W 2^-94 mod 4,
+ * W the 96 bits of 2/pi after bit e - 25 (the bits before give multiples
+ * of 4).  Its 64 bits above 2^-62 are hi = (m w0 << 32) + m w1 + (m w2 >> 32)
+ * (mod 2^64; the dropped bits are below 2^-62, the bits of 2/pi beyond W
+ * below 2^-70), the quadrant n the nearest integer to hi 2^-62, and
+ * r = (hi - n 2^62) 2^-62 pi/2 in double (|r| <= pi/4, relative error
+ * 2^-52: the closest float to a multiple of pi/2 is 2^-29 or more away);
+ * then the kernel above.  NaN and Inf give NaN. */
+#ifdef __OPENCL_VERSION__
+#define NNK_VM_TABLE __constant
+#elif defined(__GNUC__) || defined(__clang__)
+#define NNK_VM_TABLE static const __attribute__((unused))
+#else
+#define NNK_VM_TABLE static const
+#endif
+/* 2/pi: 32 zero bits (|x| < 2^25 starts before the point), then its first
+ * 224 bits after the point */
+NNK_VM_TABLE uint32_t nnk_vm_2opi[8] = {0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u,
+                                        0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu};
+
+NNK_VM_FN float nnk_vm_sincos_big(float x, int32_t c)
+{
+    const uint32_t ux = nnk_vm_f2u(x) & 0x7fffffffu;
+    const int fin = ux < 0x7f800000u;
+    const uint32_t u = fin && ux > 0x48000000u ? ux : 0x48000001u; /* (the table's range: 2^17 < |x| < 2^128) */
+    const int32_t t = (int32_t)(u >> 23) - 127 + 7;                /* W's first bit, counted in the table */
+    const int32_t j = t >> 5, sh = t & 31;
+    const uint64_t m = (u & 0x7fffffu) | 0x800000u;
+    uint64_t w[3];
+    for (int32_t i = 0; i < 3; i++)
+        w[i] = ((((uint64_t)nnk_vm_2opi[j + i] << 32) | nnk_vm_2opi[j + i + 1]) >> (32 - sh)) & 0xffffffffu;
+    const uint64_t hi = ((m * w[0]) << 32) + m * w[1] + ((m * w[2]) >> 32);
+    const uint64_t n = (hi + (UINT64_C(1) << 61)) >> 62;
+    const double rd = (double)(int64_t)(hi - (n << 62)) * 0x1.921fb54442d18p-62;
+    const float res = nnk_vm_sincos_r(rd, (int32_t)(n & 3) + c);
+    /* sin(-x) = -sin(x), cos(-x) = cos(x) */
+    const float r = c == 0 && x < 0.0f ? -res : res;
+    return fin ? r : x - x;
 }
 
 NNK_VM_FN float nnk_vm_sin_fast(float x) { return nnk_vm_sincos_fast(x, 0); }
 NNK_VM_FN float nnk_vm_cos_fast(float x) { return nnk_vm_sincos_fast(x, 1); }
 /* nonzero when the fast versions do not hold for x (|x| beyond the range; Inf) */
 NNK_VM_FN uint32_t nnk_vm_trig_out(float x) { return fabsf(x) > NNK_VM_TRIG_MAX; }
-NNK_VM_FN float nnk_vm_sin(float x) { return nnk_vm_trig_out(x) ? sinf(x) : nnk_vm_sin_fast(x); }
-NNK_VM_FN float nnk_vm_cos(float x) { return nnk_vm_trig_out(x) ? cosf(x) : nnk_vm_cos_fast(x); }
+NNK_VM_FN float nnk_vm_sin(float x) { return nnk_vm_trig_out(x) ? nnk_vm_sincos_big(x, 0) : nnk_vm_sin_fast(x); }
+NNK_VM_FN float nnk_vm_cos(float x) { return nnk_vm_trig_out(x) ? nnk_vm_sincos_big(x, 1) : nnk_vm_cos_fast(x); }
 
 /* ---- tanh ------------------------------------------------------------------
  * |x| < 0.55: x + x^3 P(x^2) (degree 5 in x^2, error 0.06 ulp); above,
