@@ -30,6 +30,14 @@ struct nnk_args {
     nnk_context ctx;
     nnk_array *outputs[NNK_MAX_TENSORS];
     int32_t nout;
+    /* explicit type arguments (nnk_args_type): a variable by name, or by
+     * index (-1: the kernel's only one) */
+    int32_t ntypes;
+    struct {
+        char *name;
+        int32_t index;
+        nnk_dtype dtype;
+    } types[RT_MAX_GENERICS];
 };
 
 nnk_status nnk_args_new(nnk_args **out)
@@ -66,6 +74,9 @@ void nnk_args_reset(nnk_args *a)
     a->nshape = -1;
     a->keepdims = false;
     a->has_ctx = false;
+    for (int32_t i = 0; i < a->ntypes; i++)
+        free(a->types[i].name);
+    a->ntypes = 0;
     clear_outputs(a);
 }
 
@@ -202,6 +213,27 @@ nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape)
     }
     memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
     a->nshape = ndim;
+    return NNK_OK;
+}
+
+nnk_status nnk_args_type(nnk_args *a, int32_t i, const char *name, nnk_dtype t)
+{
+    if (!a)
+        return rt_error(NNK_EINVAL, "nnk_args_type: args is NULL");
+    if (!name && i < -1)
+        return rt_error(NNK_EINVAL, "nnk_args_type: type variable %d (0 and up, or -1: the only one)", i);
+    if (name && !*name)
+        return rt_error(NNK_EINVAL, "nnk_args_type: the name is empty");
+    if (t < 0 || t >= NNK_DTYPE_COUNT)
+        return rt_error(NNK_EDTYPE, "nnk_args_type: bad dtype %d", (int)t);
+    if (a->ntypes == RT_MAX_GENERICS)
+        return rt_error(NNK_EINVAL, "nnk_args_type: more than %d type arguments", RT_MAX_GENERICS);
+    char *copy = NULL;
+    if (name && !(copy = rt_strdup(name)))
+        return NNK_ENOMEM;
+    a->types[a->ntypes].name = copy;
+    a->types[a->ntypes].index = name ? 0 : i;
+    a->types[a->ntypes++].dtype = t;
     return NNK_OK;
 }
 
@@ -576,22 +608,64 @@ static nnk_status choose_backend(call *c)
                     c->ctx->str, why);
 }
 
+/* The explicit type arguments (nnk_args_type) into bound, from[v] = -2. */
+static nnk_status bind_explicit(const nnk_kernel *k, const nnk_args *a, Type *bound, int32_t *from)
+{
+    for (int32_t i = 0; i < a->ntypes; i++) {
+        int32_t v = a->types[i].index;
+        if (a->types[i].name) {
+            for (v = 0; v < k->ngenerics && strcmp(k->generic_names[v], a->types[i].name) != 0; v++)
+                ;
+        } else if (v == -1) {
+            if (k->ngenerics != 1)
+                return rt_error(NNK_EINVAL, "kernel '%s' has %d type variables: a type argument needs the variable's "
+                                "name or index", k->name, k->ngenerics);
+            v = 0;
+        }
+        if (v >= k->ngenerics) {
+            rt_str b = {0};
+            for (int32_t w = 0; w < k->ngenerics; w++)
+                rt_str_printf(&b, "%s%s", w ? ", " : "", k->generic_names[w]);
+            nnk_status s = a->types[i].name
+                               ? rt_error(NNK_EINVAL, "kernel '%s' has no type variable '%s' (it has: %s)", k->name,
+                                          a->types[i].name, b.s ? b.s : "none")
+                               : rt_error(NNK_EINVAL, "kernel '%s' has no type variable %d (it has: %s)", k->name, v,
+                                          b.s ? b.s : "none");
+            rt_str_free(&b);
+            return s;
+        }
+        if (from[v] == -2)
+            return rt_error(NNK_EINVAL, "kernel '%s': type variable %s is given twice", k->name, k->generic_names[v]);
+        Type t = (Type)a->types[i].dtype;
+        if (!type_in_class(t, (TypeClass)k->classes[v]))
+            return rt_error(NNK_EDTYPE, "kernel '%s': type variable %s must be %s, but the type argument given is %s",
+                            k->name, k->generic_names[v], class_name((TypeClass)k->classes[v]), type_name(t));
+        bound[v] = t;
+        from[v] = -2;
+    }
+    return NNK_OK;
+}
+
 /* Binds the type variables (module kernels) and the storage dtypes. */
-static nnk_status bind_types(call *c)
+static nnk_status bind_types(call *c, const nnk_args *a)
 {
     nnk_kernel *k = c->k;
     Type bound[RT_MAX_GENERICS];
     int32_t from[RT_MAX_GENERICS];
     for (int32_t v = 0; v < k->ngenerics; v++)
         bound[v] = T_NONE, from[v] = -1;
-    /* inputs first; outputs only for variables no input binds */
+    /* explicit type arguments first, then inputs; outputs only for
+     * variables neither binds */
+    nnk_status s = bind_explicit(k, a, bound, from);
+    if (s)
+        return s;
     for (int32_t pass = 0; pass < 2; pass++) {
         for (int32_t p = pass ? k->nin : 0; p < (pass ? k->nin + k->nout : k->nin); p++) {
             const rt_param *pm = &k->params[p];
             if (!pm->tensor || pm->typevar < 0 || !c->slot[p])
                 continue;
             int32_t v = pm->typevar;
-            if (pass && from[v] >= 0 && from[v] < k->nin)
+            if (from[v] == -2 || (pass && from[v] >= 0 && from[v] < k->nin))
                 continue;
             Type t = (Type)c->slot[p]->array->dtype;
             bound[v] = bound[v] == T_NONE ? t : type_promote(bound[v], t);
@@ -788,7 +862,7 @@ static nnk_status launch(call *c, nnk_args *a)
 {
     nnk_kernel *k = c->k;
     nnk_status s = bind_args(c, a);
-    if (s || (s = choose_backend(c)) || (s = bind_types(c)))
+    if (s || (s = choose_backend(c)) || (s = bind_types(c, a)))
         return s;
     rt_instance *inst;
     if ((s = find_instance(c, &inst)))

@@ -1779,7 +1779,7 @@ static int import_numpy_fields(PyObject *o, int writable, Imported *im)
 /* o as an nnk_array: 1 done (im filled), 0 not an array (no error: a
  * scalar, say), -1 error.  view: storage for a buffer export, released by
  * imported_release. */
-static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx, *str_shape;
+static PyObject *str_out, *str_axis, *str_keepdims, *str_ctx, *str_shape, *str_dtype;
 static PyObject *str_array_interface, *str_array_struct;
 
 static int import_object(PyObject *o, int writable, Py_buffer *view, Imported *im)
@@ -2093,6 +2093,41 @@ static int set_shape(nnk_args *A, PyObject *v)
     return check(nnk_args_shape(A, (int32_t)n, shape));
 }
 
+/* dtype=: the type arguments (nnk_args_type): a dtype for the kernel's
+ * only type variable, a tuple or list of them in declaration order (None:
+ * from the arguments), or a dict of them by variable name. */
+static int set_types(nnk_args *A, PyObject *v)
+{
+    nnk_dtype t;
+    if (v == Py_None)
+        return 0;
+    if (PyDict_Check(v)) {
+        PyObject *key, *val;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(v, &pos, &key, &val)) {
+            const char *n = PyUnicode_Check(key) ? name_utf8(key) : NULL;
+            if (!n) {
+                if (!PyErr_Occurred())
+                    fail(NNK_EINVAL, "dtype: the keys of a dict are type variables' names, not %R", key);
+                return -1;
+            }
+            if (dtype_arg(val, &t) < 0 || check(nnk_args_type(A, 0, n, t)) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    if (PyTuple_Check(v) || PyList_Check(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = PySequence_Fast_GET_ITEM(v, i);
+            if (x != Py_None && (i > INT32_MAX || dtype_arg(x, &t) < 0 || check(nnk_args_type(A, (int32_t)i, NULL, t)) < 0))
+                return -1;
+        }
+        return 0;
+    }
+    return dtype_arg(v, &t) < 0 || check(nnk_args_type(A, -1, NULL, t)) < 0 ? -1 : 0;
+}
+
 static int kw_is(PyObject *name, PyObject *interned)
 {
     return name == interned || PyUnicode_Compare(name, interned) == 0;
@@ -2159,6 +2194,10 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
         } else if (kw_is(name, str_shape) && nnk_kernel_param_index(self->k, "shape") < 0) {
             /* (a parameter named shape takes its argument, as before) */
             if (set_shape(A, v) < 0)
+                goto done;
+        } else if (kw_is(name, str_dtype) && nnk_kernel_param_index(self->k, "dtype") < 0) {
+            /* (a parameter named dtype takes its argument) */
+            if (set_types(A, v) < 0)
                 goto done;
         } else if (kw_is(name, str_axis)) {
             if (set_axes(A, v) < 0)
@@ -2866,7 +2905,7 @@ static int intern(PyObject **slot, const char *s)
 PyMODINIT_FUNC PyInit__nnk(void)
 {
     if (intern(&str_out, "out") < 0 || intern(&str_axis, "axis") < 0 || intern(&str_keepdims, "keepdims") < 0 ||
-        intern(&str_shape, "shape") < 0 ||
+        intern(&str_shape, "shape") < 0 || intern(&str_dtype, "dtype") < 0 ||
         intern(&str_array_interface, "__array_interface__") < 0 || intern(&str_array_struct, "__array_struct__") < 0 ||
         intern(&str_ctx, "ctx") < 0 || intern(&str_dlpack, "__dlpack__") < 0 ||
         intern(&str_dlpack_device, "__dlpack_device__") < 0 || intern(&str_max_version, "max_version") < 0 ||

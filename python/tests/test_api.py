@@ -173,6 +173,52 @@ def test_kernel_choice():
     np.testing.assert_array_equal(f(np.ones(3, np.float32)), [2, 2, 2])
 
 
+
+def test_type_arguments_by_dtype():
+    """dtype= binds type variables that no array input binds (a T of scalars
+    only took the context's type_config: k<i32> could not be called),
+    whatever the arrays' dtypes (read in their own): a dtype for the only
+    variable, a tuple in declaration order (None: from the arguments), a
+    dict by name; out= binds a variable of outputs only (runtime.md)."""
+    src = ("elementwise fill<T: int>(a: T, x: f32[]) -> (y: f32[]) { y = x + f32(a % T(100)); }\n"
+           "elementwise cast<T: any, U: any>(x: T[], s: U = 3) -> (y: U[]) { y = U(x) * s; }\n")
+    m = nnk.compile(src, name="targs.nnk")
+    x = np.zeros(3, np.float32)
+    # 2**32 + 5 is 5 in i32, 4294967301 in i64; 249 is -7 in i8
+    np.testing.assert_array_equal(m.fill(2 ** 32 + 5, x, dtype=np.int32), [5, 5, 5])
+    np.testing.assert_array_equal(m.fill(2 ** 32 + 5, x, dtype="i64"), [1, 1, 1])
+    np.testing.assert_array_equal(m.fill(249, x, dtype="i8"), [-7] * 3)
+    f = nnk.jiterator._create_jit_fn(src, kernel="fill")
+    np.testing.assert_array_equal(f(2 ** 32 + 5, x, dtype="int32"), [5, 5, 5])
+    assert f.cache_size == 1
+    xi = np.arange(4, dtype=np.int16)
+    y = m.cast(xi, 1.5, dtype={"U": "float32"})
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, xi * 1.5)
+    y = m.cast(xi, 1.5, dtype=(None, np.float64))
+    assert y.dtype == np.float64
+    # T given: the int16 array is read as it is, computed as f32
+    y = m.cast(xi, dtype=("float32", "int8"))
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, xi * 3)
+    # out= binds U (its dtype)
+    buf = np.empty(4, np.float16)
+    assert m.cast(xi, 0.5, out=buf) is buf
+    np.testing.assert_array_equal(buf, xi * np.float16(0.5))
+    with pytest.raises(nnk.ArgumentError, match="2 type variables"):
+        m.cast(xi, dtype="float32")
+    with pytest.raises(nnk.ArgumentError, match="no type variable 'V'"):
+        m.cast(xi, dtype={"V": "float32"})
+    with pytest.raises(nnk.ArgumentError, match="no type variable 2"):
+        m.cast(xi, dtype=(None, None, "f32"))
+    with pytest.raises(nnk.DTypeError, match="type variable T must be int"):
+        m.fill(1, x, dtype=np.float32)
+    with pytest.raises(nnk.DTypeError):
+        m.fill(1, x, dtype="quarter")
+    # a parameter named dtype takes its argument
+    k = nnk.compile("elementwise k(x: f32[], dtype: f32 = 1) -> (y: f32[]) { y = x + dtype; }").k
+    np.testing.assert_array_equal(k(x, dtype=2.0), [2, 2, 2])
+
 def test_layouts(add):
     base = np.arange(24, dtype=np.float32).reshape(4, 6)
     for x in (base[:, ::2], base[1:, 1:], base.T, base[::-1], base[..., None][:, 3]):

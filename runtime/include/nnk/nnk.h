@@ -355,15 +355,25 @@ nnk_status nnk_args_keepdims(nnk_args *a, int keepdims);
  * raw (language.md, "Raw parameters"), for the outputs it allocates; with
  * other tensor inputs it must be their broadcast shape (NNK_ESHAPE). */
 nnk_status nnk_args_shape(nnk_args *a, int32_t ndim, const int64_t *shape);
+/* An explicit type argument: type variable `name` (when not NULL), else
+ * the i-th in declaration order, or with i == -1 the kernel's only one, is
+ * t for this launch, whatever the arrays' dtypes (which are then read and
+ * written in their own dtype, as nnk_launch says).  The way to call an
+ * instance whose type variable only scalars (or outputs) have, as
+ * `k<i32>` names it in .nnk.  Checked at the launch: an unknown variable,
+ * one given twice, or -1 for a kernel without exactly one is NNK_EINVAL, a
+ * dtype outside the variable's class NNK_EDTYPE. */
+nnk_status nnk_args_type(nnk_args *a, int32_t i, const char *name, nnk_dtype t);
 /* The context of this launch (default: the kernel's). */
 nnk_status nnk_args_context(nnk_args *a, const nnk_context *ctx);
 /* After a launch: output i (given or allocated), as a new reference. */
 nnk_status nnk_args_output(nnk_args *a, int32_t i, nnk_array **out);
 int32_t nnk_args_output_count(const nnk_args *a);
 
-/* Runs k.  Type variables bind from the dtypes of the tensor arguments
- * typed with them (promoted, language.md §2); a variable only outputs use
- * takes a given output's dtype, else the context's type_config.  Tensor
+/* Runs k.  Type variables bind to the explicit type arguments
+ * (nnk_args_type), else from the dtypes of the tensor arguments typed with
+ * them (promoted, language.md §2); a variable no input binds takes a given
+ * output's dtype, else the context's type_config.  Tensor
  * arguments whose dtype differs from the parameter's type are read and
  * written in their own dtype.  On return the work is queued on the device
  * (complete for cpu); outputs are in the list. */
