@@ -55,6 +55,7 @@ CUDA_RAW = os.environ.get("NNKFUZZ_CUDA_RAW") == "1"     # every CUDA batch with
 # the runtime paths of the current batch (rtpaths.py): {"kinds": [module, jitfn, opencl], "cl_O0": bool}
 RT = {}
 RT_COUNT = {}   # programs run on each runtime path
+RT_CALLS = {}   # calls of the kinds rtpaths.CALL_WHAT names
 RT_SKIPPED = {}  # the runtime paths not available: why
 CC_CPU = [0.0]  # CPU seconds of the C compiler (the host builds), for the summary
 NOTES = []      # (kind, seed): what the campaign met that is not nnk's failure (the C compiler's bugs)
@@ -171,7 +172,9 @@ def odd_layout(a, rng):
     return big[..., ::2]
 
 
-SHAPES_EMPTY = [((3, 0), (1,)), ((0, 4), (0,)), ((2, 0, 3), (0, 1))]
+# (the last: no slice at all, as the kept extent is 0: no error either,
+# runtime.md "with outputs", c-backend.md's -1 is for an empty slice)
+SHAPES_EMPTY = [((3, 0), (1,)), ((0, 4), (0,)), ((2, 0, 3), (0, 1)), ((0, 0), (1,))]
 
 
 def has_arg_reducer(prog):
@@ -500,8 +503,11 @@ def check_program(mod, prog, seed, emu=False):
             raise Failure("missing", "no instance %s in the generated C" % name)
         for trial in range(2):
             args, oin, shape, raxes, axes, keep = make_call(prog, b, rng)
-            if prog.kernel.kind == "reduction" and has_arg_reducer(prog) and \
-                    int(np.prod([shape[i] for i in raxes])) == 0:
+            red = prog.kernel.kind == "reduction"
+            nred = int(np.prod([shape[i] for i in raxes])) if raxes else 1
+            # an empty slice: some kept element reduces none
+            empty = red and nred == 0 and int(np.prod([d for i, d in enumerate(shape) if i not in raxes])) > 0
+            if empty and has_arg_reducer(prog):
                 ref = None
             else:
                 ref = oracle.run(prog, b, oin, shape, raxes, 0)
@@ -509,13 +515,20 @@ def check_program(mod, prog, seed, emu=False):
                 if ref and ref[None] else []
             kw = {"axes": axes, "keepdims": keep} if prog.kernel.kind == "reduction" else {}
             cargs = list(args)
-            nred = int(np.prod([shape[i] for i in raxes])) if raxes else 1
-            if prog.kernel.kind == "reduction" and nred == 0 and not has_arg_reducer(prog) and mentions_arg(prog):
-                continue
-            if prog.kernel.kind == "reduction" and nred == 0 and has_arg_reducer(prog):
-                rc = kern(*cargs, raw=True, **kw)
-                if rc != -1:
+            if empty and (has_arg_reducer(prog) or mentions_arg(prog)):
+                # an argmax an output uses fails the call (-1); one the
+                # folder may drop or keep (a let nothing reads, a branch of
+                # a constant condition) fails it or not: the runtime paths
+                # must do as the C back end did (runtime.md: NNK_ESHAPE)
+                rc = kern(*fresh(prog, cargs), raw=True, **kw)
+                if has_arg_reducer(prog) and rc != -1:
                     raise Failure("miscompile", "%s: argmax/argmin of an empty slice returned %d, not -1" % (name, rc))
+                if RT.get("kinds"):
+                    c_outs = None
+                    if rc == 0:
+                        c_outs = call(kern, name, *fresh(prog, cargs), **kw)
+                        c_outs = list(c_outs) if isinstance(c_outs, tuple) else [c_outs]
+                    rtpaths().check_empty_arg(prog, b, fresh(prog, cargs), kw, shape, rc, c_outs, Failure)
                 continue
             oob, unsure = range_verdict(prog, ref, perts)
             if oob or unsure:
@@ -743,6 +756,8 @@ def exec_batch(so, cfile, progs, seeds, emu_so=None):
     rt = res.pop("rt", {}) if isinstance(res, dict) else {}
     for k, n in rt.get("programs", {}).items():
         RT_COUNT[k] = RT_COUNT.get(k, 0) + n
+    for k, n in rt.get("calls", {}).items():
+        RT_CALLS[k] = RT_CALLS.get(k, 0) + n
     for k, why in rt.get("skipped", {}).items():
         if k not in RT_SKIPPED:
             RT_SKIPPED[k] = why
@@ -1162,6 +1177,9 @@ def campaign(a):
     if RT_COUNT:
         print("# nnkfuzz: runtime paths (rtpaths.py): %s" % ", ".join(
             "%s %d programs" % kv for kv in sorted(RT_COUNT.items())), flush=True)
+    if RT_CALLS:
+        print("# nnkfuzz: runtime paths' calls: %s" % ", ".join(
+            "%s %d" % (rtpaths().CALL_WHAT[k], n) for k, n in sorted(RT_CALLS.items())), flush=True)
     return 1 if nfail else 0
 
 

@@ -40,6 +40,9 @@ class Ctx:
         self.vals = {}                             # name -> (type, value)
         self.fparams = []                          # stack of dicts
         self.touched = False                       # an inexact result was made
+        # one other than of vmath.h's f32 functions (VMATH), which the
+        # OpenCL back end computes with the same code (docs/opencl.md)
+        self.touched_other = False
         self.oob = set()                           # repr of the raw reads, index(d) out of range
         self.oob_unsure = False                    # a raw read in an empty iteration space
         # a complex operation the constant folder leaves to the generated
@@ -59,10 +62,11 @@ class Ctx:
         return self.binding.get(t, t)
 
     # -- perturbation of inexact results
-    def fuzz(self, v, t, scale=None):
+    def fuzz(self, v, t, scale=None, vm=False):
         if not is_float(concrete(t)):
             return v
         self.touched = True
+        self.touched_other = self.touched_other or not vm
         if self.mode == 0:
             return v
         dt = compute_dtype(concrete(t))
@@ -263,6 +267,11 @@ def _nextafter(x, y, t):
     return np.where(np.isnan(xr) | np.isnan(y), xr + y, r)
 
 
+# vmath.h's functions: in f32 (f16, bf16 compute in f32) the same code in C
+# and OpenCL C, the same bits (docs/opencl.md, "Numerics")
+VMATH = ("exp", "expm1", "log", "log1p", "sin", "cos", "tanh", "sigmoid")
+
+
 def builtin(cx, name, t, args):
     """name(args) with every argument already of type t; returns the value."""
     if is_complex(t):
@@ -290,6 +299,7 @@ def builtin(cx, name, t, args):
             r = np.asarray(np.signbit(x))
             nan = np.isnan(x)
             cx.touched = cx.touched or bool(np.any(nan))
+            cx.touched_other = cx.touched_other or bool(np.any(nan))
             return r if cx.mode == 0 else np.where(nan, cx.mode == 1, r)
         if name == "nextafter":
             return np.asarray(_nextafter(_fl(args[0], t), _fl(args[1], t), t), dtype=compute_dtype(concrete(t)))
@@ -339,6 +349,7 @@ def builtin(cx, name, t, args):
             y = np.broadcast_to(x[1], np.broadcast(x[0], x[1]).shape)
             nan = np.isnan(y)
             cx.touched = cx.touched or bool(np.any(nan))
+            cx.touched_other = cx.touched_other or bool(np.any(nan))
             r = np.copysign(x[0], x[1])
             if cx.mode == 0 or not np.any(nan):
                 return r
@@ -350,6 +361,7 @@ def builtin(cx, name, t, args):
         if name == "fma":
             w = list(np.broadcast_arrays(*w))
         r = np.asarray(F64[name](*w), dtype=np.float64).astype(dt)
+        vm = name in VMATH and concrete(t) in ("f32", "f16", "bf16")
         if name in ("sin", "cos", "tan"):
             # an argument whose one ulp is more than a radian (tan(tgamma(x))
             # of u8 x: 1e36): an inexact one's error decides the result, which
@@ -357,8 +369,8 @@ def builtin(cx, name, t, args):
             # toss), so they mark it
             big = np.abs(w[0]) * EPS[concrete(t)] > 1
             cx.touched = cx.touched or bool(np.any(big))
-            return _mark(cx, cx.fuzz(r, t), big)
-        return cx.fuzz(r, t)
+            return _mark(cx, cx.fuzz(r, t, vm=vm), big)
+        return cx.fuzz(r, t, vm=vm)
 
 
 # ---- expressions ----------------------------------------------------------------------
@@ -845,6 +857,7 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
         if cx.nofold:
             cx.nofold_names.update(st.name if st.kind == "tlet" else [st.name])
     outs[None] = cx.touched
+    outs["inexact_other"] = cx.touched_other
     outs["nofold"] = cx.nofold_names
     outs["oob"] = cx.oob
     outs["oob_unsure"] = cx.oob_unsure
@@ -930,6 +943,8 @@ def cx_builtin(cx, name, t, args):
     """name(args) of complex type t (args already of type t)."""
     pt = _cpart(t)
     re, im = _parts(args[0], t)
+    # (formulas on real helpers, some of them OpenCL's built-ins)
+    cx.touched_other = True
 
     def R(f, *xs):
         return np.asarray(builtin(cx, f, pt, list(xs)), dtype=re.dtype)

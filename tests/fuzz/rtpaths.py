@@ -19,11 +19,13 @@ bits, the bytes must be the C back end's:
            x86-64, SSE2, AVX2 or AVX-512, JIT or AOT, any thread count";
            docs/runtime.md: a reduction's split gives the same bits);
   opencl:  the outputs of a call whose every operation the oracle takes as
-           exact (no function and no float reduction: docs/opencl.md,
-           "Numerics": integers, conversions, f16/bf16 rounding, + - * /
-           sqrt correctly rounded where the device says so); the others
-           only against the oracle, whose perturbed runs (16 ulp) cover
-           OpenCL 1.2's bounds for the built-ins (section 7.4).
+           exact (no float reduction, no function but vmath.h's:
+           docs/opencl.md, "Numerics": integers, conversions, f16/bf16
+           rounding, + - * / sqrt correctly rounded where the device says
+           so, and exp expm1 log log1p sin cos tanh sigmoid in f32, f16 or
+           bf16, vmath.h as in C); the others only against the oracle,
+           whose perturbed runs (16 ulp) cover OpenCL 1.2's bounds for the
+           built-ins (section 7.4).
 
 A kind whose package or device is missing is skipped, saying so once
 (NNK_OPENCL_REQUIRED=1: a missing OpenCL device is a failure).
@@ -43,13 +45,17 @@ class Unavailable(Exception):
     pass
 
 
-class Skip(Exception):
-    """A call this path cannot make as the C one was made."""
-
-
 _nnk = []
 _ctx = {}
 STATS = {}      # kind -> programs checked (for the summary)
+CALLS = {}      # what -> calls of a kind the summary counts (CALL_WHAT)
+CALL_WHAT = {"vmath": "opencl held to the C bytes with vmath functions",
+             "empty-arg": "argmax/argmin of an empty slice",
+             "dtype": "type variables by dtype=", "out": "type variables by out="}
+
+
+def count(what):
+    CALLS[what] = CALLS.get(what, 0) + 1
 
 
 def nnk_pkg():
@@ -134,12 +140,28 @@ class Fail(Exception):
         self.kind, self.msg = kind, msg
 
 
-def bound_by_tensors(prog, b):
-    """Whether the call's arrays bind every type variable of instance b (the
-    runtime picks the instance from the arguments' dtypes; a variable only
-    a scalar or an output has would take the context's default)."""
+def unbound(prog, b):
+    """The type variables of instance b that no array input binds, each
+    with how the call binds it (docs/runtime.md, nnk_launch 3): "out", a
+    given output typed with it (its dtype); "dtype", the call's dtype=
+    (nnk_args_type), where only scalars have it."""
     tys = {p.ty for p in prog.kernel.params if p.tensor or p.mode}
-    return all(v in tys for v in b)
+    outs = {o.ty for o in prog.kernel.outs}
+    return {v: "out" if v in outs else "dtype" for v in b if v not in tys}
+
+
+def dtype_form(prog, b, need, rng):
+    """dtype= for the variables need (names): by name (a dict), a tuple in
+    declaration order (None for the others), or a bare dtype for a kernel
+    of one type variable (python.md)."""
+    gs = [g for g, _ in prog.kernel.generics]
+    forms = ["dict", "tuple"] + (["one"] if len(gs) == 1 else [])
+    f = forms[rng.integers(len(forms))] if rng is not None else "dict"
+    if f == "one":
+        return b[gs[0]]
+    if f == "tuple":
+        return tuple(b[g] if g in need else None for g in gs)
+    return {g: b[g] for g in need}
 
 
 def to_arg(kind, a, t, ctx):
@@ -173,12 +195,27 @@ def scalar_arg(v, t):
     return float(v)
 
 
-def call(pp, prog, b, args, kw, shape, out=None, inout_bufs=None):
+def new_out(kind, t, shape, ctx):
+    """A fresh output array of type t for this path."""
+    nnk = nnk_pkg()
+    if t == "bf16":
+        return nnk.empty(tuple(shape), dtype="bfloat16", ctx=ctx)
+    dt = np.dtype(C.NP[t]) if t in C.NP else np.dtype(t)
+    if kind == "opencl":
+        return nnk.empty(tuple(shape), dtype=dt.name, ctx=ctx)
+    return np.empty(tuple(shape), dtype=dt)
+
+
+def call(pp, prog, b, args, kw, shape, out=None, inout_bufs=None, rng=None):
     """The program's call on pp's path; returns its outputs in the order of
-    prog.kernel.outs (numpy storage)."""
+    prog.kernel.outs (numpy storage).  A type variable no array input binds
+    is bound as unbound() says: the outputs before and at the last one
+    typed with an "out" one given (fresh arrays), the "dtype" ones by
+    dtype=."""
     nnk = nnk_pkg()
     k = prog.kernel
     ctx = context(pp.kind)
+    free = unbound(prog, b)
     pos, named, dev_inout = [], {}, {}
     tensor_args, gap = 0, False
     for i, (p, a) in enumerate(zip(k.params, args)):
@@ -208,12 +245,27 @@ def call(pp, prog, b, args, kw, shape, out=None, inout_bufs=None):
         kwargs["keepdims"] = bool(kw.get("keepdims"))
     if not tensor_args and "shape" not in [p.name for p in k.params]:
         kwargs["shape"] = tuple(shape)
+    need = [v for v, how in free.items() if how == "dtype"]
+    if need:
+        kwargs["dtype"] = dtype_form(prog, b, need, rng)
+        count("dtype")
+    decl = [o for o in k.outs if not o.inout]
+    last = max([i for i, o in enumerate(decl) if free.get(o.ty) == "out"], default=-1)
+    if out is None and last >= 0:
+        # the outputs up to the last that binds a variable (python.md: out=
+        # gives the first outputs), in the reduced shape as keepdims says
+        nd = len(shape)
+        ax = kw.get("axes")
+        red = set(range(nd)) if ax is None else {a % nd for a in ax}
+        keep = bool(kw.get("keepdims"))
+        rshape = tuple(1 if i in red else d for i, d in enumerate(shape) if keep or i not in red)
+        out = [new_out(pp.kind, b.get(o.ty, o.ty), rshape if o.reduced else shape, ctx) for o in decl[:last + 1]]
+        count("out")
     if out is not None:
         kwargs["out"] = tuple(out)
     res = pp.kernel()(*pos, **kwargs)
     res = list(res) if isinstance(res, tuple) else [res]
     # the declared outputs, then the inout parameters' (python.md)
-    decl = [o for o in k.outs if not o.inout]
     got = dict(zip([o.name for o in decl], res[:len(decl)]))
     inouts = [p for p in k.params if p.mode == "inout"]
     got.update(zip([p.name for p in inouts], res[len(decl):]))
@@ -251,15 +303,13 @@ def check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng):
     input's memory); returns [(what, outputs)] for the oracle, and checks
     the bytes against the C back end's outputs c_outs where the docs
     promise them (exact: the oracle takes every operation of the call as
-    exact)."""
+    exact, or as one of vmath.h's f32 functions)."""
     k = prog.kernel
-    if not bound_by_tensors(prog, b):
-        raise Skip()
     nnk = nnk_pkg()
     name = prog.instance_name(b)
     res = []
     try:
-        got = call(pp, prog, b, args, kw, shape)
+        got = call(pp, prog, b, args, kw, shape, rng=rng)
         res.append(("(%s)" % pp.kind, got))
         res += in_place(pp, prog, b, args, kw, got, shape, rng)
     except nnk.Error as e:
@@ -272,7 +322,8 @@ def check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng):
                         if np.shape(x) == np.shape(y) else "shape %s, C %s" % (np.shape(x), np.shape(y))
                     raise Fail("miscompile", "%s %s: output %s (%s) is not the C back end's bytes (%s): %s: got %r, "
                                "C %r" % (name, what, o.name, b.get(o.ty, o.ty),
-                                         "the docs promise them" if pp.kind != "opencl" else "an exact call",
+                                         "the docs promise them" if pp.kind != "opencl" else
+                                         "an exact call, vmath aside",
                                          bad, np.ravel(x)[:6], np.ravel(y)[:6]))
     return res
 
@@ -324,7 +375,7 @@ def in_place(pp, prog, b, args, kw, outs, shape, rng):
             pre.append(np.full_like(np.asarray(x), 0x55 if M.is_int(t) else np.nan, dtype=np.asarray(x).dtype)
                        if t != "bool" else np.ones_like(np.asarray(x)))
     # the input that shares the output's memory is the same object
-    got = call(pp, prog, b, cargs_with(cargs, inout_bufs), kw, shape, out=pre, inout_bufs=inout_bufs)
+    got = call(pp, prog, b, cargs_with(cargs, inout_bufs), kw, shape, out=pre, inout_bufs=inout_bufs, rng=rng)
     return [(what, got)]
 
 
@@ -371,13 +422,13 @@ def check(prog, b, args, kw, c_outs, shape, ref, perts, raxes, seed, trial, comp
     path of the program, against the oracle (compare) and the C bytes."""
     for pp in PROGS.get(id(prog), ()):
         rng = np.random.default_rng([seed, trial, KINDS.index(pp.kind)])
-        if not bound_by_tensors(prog, b):
-            continue
         try:
             pp.kernel()
-            res = check_call(pp, prog, b, args, kw, c_outs, shape, not (ref and ref[None]), rng)
-        except Skip:
-            continue
+            # (ref[None]: an inexact result; "inexact_other": one not of vmath.h)
+            exact = not (ref and ref[None] and ref["inexact_other"])
+            if pp.kind == "opencl" and exact and ref and ref[None]:
+                count("vmath")
+            res = check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng)
         except Fail as f:
             raise failure(f.kind, f.msg)
         for what, outs in res:
@@ -389,8 +440,6 @@ def check_range(prog, b, args, kw, shape, failure):
     NNK_ERANGE): each path must raise nnk.RangeError (NNK_ERANGE)."""
     nnk = nnk_pkg()
     for pp in PROGS.get(id(prog), ()):
-        if not bound_by_tensors(prog, b):
-            continue
         try:
             pp.kernel()
             call(pp, prog, b, args, kw, shape)
@@ -405,5 +454,44 @@ def check_range(prog, b, args, kw, shape, failure):
             prog.instance_name(b), pp.kind))
 
 
+def check_empty_arg(prog, b, args, kw, shape, rc, c_outs, failure):
+    """A call with an empty slice of a program with an argmax or argmin (the
+    C back end's NAME_strided returned rc: -1 for "argmax/argmin of an
+    empty slice", 0 where no output needs the argmax, or NNK_ERANGE): each
+    path must raise nnk.ShapeError (NNK_ESHAPE, docs/runtime.md) where C
+    returned -1, else do as C did (module and jitfn: the C back end's
+    bytes, c_outs)."""
+    nnk = nnk_pkg()
+    for pp in PROGS.get(id(prog), ()):
+        name = "%s on %s (shape %s, an empty slice)" % (prog.instance_name(b), pp.kind, shape)
+        try:
+            pp.kernel()
+            count("empty-arg")
+            got = call(pp, prog, b, args, kw, shape)
+        except Fail as f:
+            raise failure(f.kind, f.msg)
+        except nnk.ShapeError as e:
+            if rc == -1 and "argmax/argmin of an empty slice" in str(e):
+                continue
+            raise failure("miscompile", "%s: %s, but NAME_strided returned %d" % (name, e, rc))
+        except nnk.RangeError as e:
+            if rc == ERANGE:
+                continue
+            raise failure("miscompile", "%s: %s, but NAME_strided returned %d" % (name, e, rc))
+        except nnk.Error as e:
+            raise failure("miscompile", "%s: %s: %s, but NAME_strided returned %d" % (name, type(e).__name__, e, rc))
+        if rc != 0:
+            raise failure("miscompile", "%s: the call returned, but NAME_strided returned %d%s" % (
+                name, rc, " (argmax/argmin of an empty slice)" if rc == -1 else ""))
+        if pp.kind != "opencl" and c_outs is not None:
+            for o, x, y in zip(prog.kernel.outs, got, c_outs):
+                if not same_bytes(x, y):
+                    raise failure("miscompile", "%s: output %s is not the C back end's bytes: got %r, C %r" % (
+                        name, o.name, np.ravel(x)[:6], np.ravel(y)[:6]))
+
+
+ERANGE = 6      # NNK_ERANGE
+
+
 def counts():
-    return {"programs": dict(STATS), "skipped": dict(SKIPPED)}
+    return {"programs": dict(STATS), "skipped": dict(SKIPPED), "calls": dict(CALLS)}
