@@ -891,6 +891,35 @@ static nnk_status launch(call *c, nnk_args *a)
             if (s)
                 return s;
         }
+        /* a given reduced output has exactly the shape the axes and
+         * keepdims make (numpy's check; the plan builder, which generated
+         * code shares without a keepdims flag, takes either) */
+        if (c->slot[p] && red && !(d->params[p].flags & NNK_PARAM_RAW)) {
+            if (ndim < 0 && (s = result_shapes(c, a, &ndim, shape, &rndim, rshape))) {
+                nnk_array_free(x);
+                return s;
+            }
+            bool same = x->ndim == rndim;
+            for (int32_t e = 0; same && e < rndim; e++)
+                same = x->shape[e] == rshape[e];
+            if (!same) {
+                char have[256], want[256], full[256], axes[256] = "all axes";
+                format_shape(have, sizeof have, x->ndim, x->shape);
+                format_shape(want, sizeof want, rndim, rshape);
+                format_shape(full, sizeof full, ndim, shape);
+                if (a->naxes >= 0) {
+                    int64_t ax[NNK_MAX_DIMS];
+                    for (int32_t e = 0; e < a->naxes; e++)
+                        ax[e] = a->axes[e];
+                    memcpy(axes, "axis=", 5);
+                    format_shape(axes + 5, sizeof axes - 5, a->naxes, ax);
+                }
+                nnk_array_free(x);
+                return rt_error(NNK_ESHAPE, "kernel '%s': output '%s' has shape %s, but the reduction of shape %s over %s "
+                                "%s keepdims gives %s", k->name, k->params[p].name, have, full, axes,
+                                a->keepdims ? "with" : "without", want);
+            }
+        }
         c->arrays[nt] = x;
         reduced[nt] = red;
         if (d->params[p].flags & NNK_PARAM_RAW) {
