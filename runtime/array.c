@@ -129,11 +129,9 @@ static nnk_status ctx_device(const nnk_context *ctx, rt_ext **ext, int32_t *devi
     const nnk_context *c = rt_context_or_default(ctx, &tmp);
     if (!c)
         return NNK_ENOMEM;
-    *ext = c->ext[0];
-    *device = c->device_id;
     if (type_config)
         *type_config = c->type_config;
-    return NNK_OK;
+    return rt_context_device(c, ext, device);
 }
 
 nnk_status nnk_array_new(const nnk_context *ctx, nnk_dtype dtype, int32_t ndim, const int64_t *shape, nnk_array **out)

@@ -19,7 +19,7 @@ static void describe(nnk_context *c)
         n += (size_t)snprintf(c->str + n, sizeof c->str - n, "%s%s", i ? ", " : "", c->backend[i]);
     if (n < sizeof c->str)
         snprintf(c->str + n, sizeof c->str - n, "] device_id=%d type_config=%s", c->device_id,
-                 c->type_config == NNK_F16 ? "half" : "float");
+                 nnk_context_type_config_name(c));
 }
 
 /* The default backend list of an extension without a context hook. */
@@ -50,20 +50,20 @@ nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_c
     nnk_context_spec spec = {.type_config = NNK_F32};
     nnk_kw_pair *rest = NULL;
     int64_t dev = 0;
-    if (e->ndevices == 0) {
-        const char *why = nnk_extension_status((nnk_extension *)e);
-        s = rt_error(NNK_EDEVICE, "extension '%s' has no devices%s%s", ext_name, why && *why ? ": " : "",
-                     why ? why : "");
-        goto out;
-    }
-    if ((s = rt_kw_int(&k, "device_id", 0, e->ndevices - 1, &dev)))
+    /* NNabla's context() asks nothing of the device: a device_id the
+     * extension lacks, or an extension without devices (cuda without a
+     * GPU), is the first use's NNK_EDEVICE or NNK_EINVAL
+     * (rt_context_device), not the context's */
+    if ((s = rt_kw_int(&k, "device_id", 0, INT32_MAX, &dev)))
         goto out;
     spec.device_id = (int32_t)dev;
     const char *tc = rt_kw_take(&k, "type_config");
-    if (tc && strcmp(tc, "half") == 0)
+    bool mixed = tc && strcmp(tc, "mixed_half") == 0;
+    if (tc && (mixed || strcmp(tc, "half") == 0))
         spec.type_config = NNK_F16;
     else if (tc && strcmp(tc, "float") != 0) {
-        s = rt_error(NNK_EINVAL, "%s: bad value '%s' for key 'type_config': expected float or half", what, tc);
+        s = rt_error(NNK_EINVAL, "%s: bad value '%s' for key 'type_config': expected float, half or mixed_half", what,
+                     tc);
         goto out;
     }
     if (!(rest = rt_calloc((size_t)k.n + 1, sizeof *rest))) {
@@ -91,6 +91,13 @@ nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_c
         s = rt_error(NNK_EINTERNAL, "extension '%s' gave %d backends", ext_name, spec.nbackends);
         goto out;
     }
+    /* mixed_half: NNabla's names of the half backends ("cuda:mixed_half",
+     * "cuda:float", "cpu:float"); the extension saw half */
+    for (int32_t i = 0; mixed && i < spec.nbackends; i++) {
+        char *b = spec.backends[i], *colon = memchr(b, ':', 32);
+        if (colon && strnlen(b, 32) < 32 && strcmp(colon + 1, "half") == 0 && (size_t)(colon - b) + sizeof ":mixed_half" <= 32)
+            memcpy(colon, ":mixed_half", sizeof ":mixed_half");
+    }
 
     nnk_context *c = rt_calloc(1, sizeof *c);
     if (!c) {
@@ -99,12 +106,15 @@ nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_c
     }
     c->device_id = spec.device_id;
     c->type_config = (nnk_dtype)spec.type_config;
+    c->mixed_half = mixed && c->type_config == NNK_F16;
     for (int32_t i = 0; i < spec.nbackends; i++) {
         const char *b = spec.backends[i];
         const char *colon = memchr(b, ':', 32);
         size_t blen = strnlen(b, 32);
-        if (!colon || blen == 32 || (strcmp(colon + 1, "half") != 0 && strcmp(colon + 1, "float") != 0)) {
-            s = rt_error(NNK_EINVAL, "bad backend '%.31s' (expected EXTENSION:half or EXTENSION:float)", b);
+        if (!colon || blen == 32 ||
+            (strcmp(colon + 1, "half") != 0 && strcmp(colon + 1, "float") != 0 && strcmp(colon + 1, "mixed_half") != 0)) {
+            s = rt_error(NNK_EINVAL, "bad backend '%.31s' (expected EXTENSION:half, EXTENSION:float or EXTENSION:mixed_half)",
+                         b);
             free(c);
             goto out;
         }
@@ -160,7 +170,27 @@ const char *nnk_context_backend(const nnk_context *ctx, int32_t i)
 }
 int32_t nnk_context_device_id(const nnk_context *ctx) { return ctx ? ctx->device_id : -1; }
 nnk_dtype nnk_context_type_config(const nnk_context *ctx) { return ctx ? ctx->type_config : NNK_F32; }
+const char *nnk_context_type_config_name(const nnk_context *ctx)
+{
+    return !ctx || ctx->type_config != NNK_F16 ? "float" : ctx->mixed_half ? "mixed_half" : "half";
+}
 const char *nnk_context_str(const nnk_context *ctx) { return ctx ? ctx->str : "(null)"; }
+
+nnk_status rt_context_device(const nnk_context *c, rt_ext **ext, int32_t *device)
+{
+    rt_ext *e = c->ext[0];
+    if (e->ndevices == 0) {
+        const char *why = nnk_extension_status((nnk_extension *)e);
+        return rt_error(NNK_EDEVICE, "extension '%s' has no devices%s%s", e->ops->name, why && *why ? ": " : "",
+                        why ? why : "");
+    }
+    if (c->device_id >= e->ndevices)
+        return rt_error(NNK_EINVAL, "device_id %d out of range: extension '%s' has %d device%s", c->device_id,
+                        e->ops->name, e->ndevices, e->ndevices == 1 ? "" : "s");
+    *ext = e;
+    *device = c->device_id;
+    return NNK_OK;
+}
 
 /* With dflt.lock held. */
 static nnk_status ensure_default(void)

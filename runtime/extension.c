@@ -457,6 +457,11 @@ const char *nnk_extension_name(const nnk_extension *ext)
 
 static nnk_status check_device(const rt_ext *e, int32_t device, const char *fn)
 {
+    if (e->ndevices == 0) { /* (cuda without a GPU: as a context's first use) */
+        const char *why = nnk_extension_status((nnk_extension *)e);
+        return rt_error(NNK_EDEVICE, "%s: extension '%s' has no devices%s%s", fn, e->ops->name, why && *why ? ": " : "",
+                        why ? why : "");
+    }
     if (device < 0 || device >= e->ndevices)
         return rt_error(NNK_EINVAL, "%s: device %d out of range: extension '%s' has %d device%s", fn, device,
                         e->ops->name, e->ndevices, e->ndevices == 1 ? "" : "s");

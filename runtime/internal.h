@@ -172,8 +172,14 @@ struct nnk_context {
     char backend[NNK_MAX_BACKENDS][32];
     int32_t device_id;
     nnk_dtype type_config;
+    bool mixed_half;          /* type_config=mixed_half: half's dtype under NNabla's name */
     char str[400];
 };
+/* The context's first backend and its device: NNK_EDEVICE when the
+ * extension has no devices, NNK_EINVAL when device_id is past them (a
+ * context is made without asking the device, as NNabla's; its first use
+ * says so). */
+nnk_status rt_context_device(const nnk_context *c, rt_ext **ext, int32_t *device);
 /* ctx, or the default context when ctx is NULL (copied into *tmp). */
 const nnk_context *rt_context_or_default(const nnk_context *ctx, nnk_context *tmp);
 void rt_context_shutdown(void);

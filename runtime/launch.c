@@ -398,8 +398,11 @@ nnk_status nnk_kernel_from_source(const nnk_context *ctx, const char *source, co
     const nnk_context *c = rt_context_or_default(ctx, &tmp);
     if (!c)
         return NNK_ENOMEM;
-    rt_ext *e = c->ext[0];
-    int32_t dev = c->device_id < e->ndevices ? c->device_id : 0;
+    rt_ext *e;
+    int32_t dev;
+    nnk_status s0 = rt_context_device(c, &e, &dev);
+    if (s0)
+        return s0;
     nnk_status (*compile)(void *, int32_t, const nnk_kernel_source *, nnk_ext_kernel *) = RT_HOOK(e, kernel_compile);
     if (!compile)
         return rt_error(NNK_EUNSUPPORTED, "extension '%s' cannot compile source", e->ops->name);
@@ -578,6 +581,12 @@ static nnk_status choose_backend(call *c)
 {
     nnk_kernel *k = c->k;
     const char *why = "";
+    rt_ext *e0;
+    int32_t dev0;
+    /* the device the context names exists (its first use says so) */
+    nnk_status s = rt_context_device(c->ctx, &e0, &dev0);
+    if (s)
+        return rt_error_prefix(s, "kernel '%s'", k->name);
     for (int32_t b = 0; b < c->ctx->nbackends; b++) {
         rt_ext *e = c->ctx->ext[b];
         int32_t dev = c->ctx->device_id < e->ndevices ? c->ctx->device_id : 0;

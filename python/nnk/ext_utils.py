@@ -75,9 +75,13 @@ def import_extension_module(ext_name):
 
 
 def get_extension_context(ext_name, **kw):
-    """A :class:`nnk.Context` of extension ``ext_name``: ``device_id`` (int or
-    str, default 0), ``type_config`` ('float' or 'half'), and the keys the
-    extension adds.  Unknown keys raise :class:`nnk.ArgumentError`."""
+    """A :class:`nnk.Context` of extension ``ext_name`` (NNabla's
+    ``get_extension_context(ext_name, **kw)``): ``device_id`` (int or str,
+    default 0; ``ctx.device_id`` is a str), ``type_config`` ('float', 'half'
+    or 'mixed_half'), and the keys the extension adds.  Unknown keys raise
+    :class:`nnk.ArgumentError`.  As NNabla's, it asks nothing of the
+    device: ``cuda`` without a GPU gives a context, and its first use (a
+    launch, an array on it) raises :class:`nnk.DeviceError`."""
     if ext_name == "cuda.cudnn":   # NNabla's old name, which it still takes with a warning
         import warnings
         warnings.warn('extension name "cuda.cudnn" is deprecated: use "cudnn"', DeprecationWarning, stacklevel=2)

@@ -557,7 +557,7 @@ static PyObject *context_device_id(ContextObject *o, void *closure)
 
 static PyObject *context_type_config(ContextObject *o, void *closure)
 {
-    return PyUnicode_FromString(nnk_context_type_config(o->ctx) == NNK_F16 ? "half" : "float");
+    return PyUnicode_FromString(nnk_context_type_config_name(o->ctx));
 }
 
 static PyObject *context_richcompare(PyObject *a, PyObject *b, int op)
@@ -581,7 +581,7 @@ static Py_hash_t context_hash(ContextObject *o)
 static PyGetSetDef context_getset[] = {
     {"backend", (getter)context_backend, NULL, "backend priority list, best first (NNabla's ctx.backend)", NULL},
     {"device_id", (getter)context_device_id, NULL, "device id, a string as NNabla's", NULL},
-    {"type_config", (getter)context_type_config, NULL, "'float' or 'half'", NULL},
+    {"type_config", (getter)context_type_config, NULL, "'float', 'half' or 'mixed_half'", NULL},
     {0},
 };
 

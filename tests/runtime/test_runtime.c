@@ -196,9 +196,22 @@ static void test_contexts(void)
     FAILS(nnk_get_extension_context("cpu", "type_config=double", &c), NNK_EINVAL);
     MSG_HAS("type_config");
     MSG_HAS("double");
-    FAILS(nnk_get_extension_context("cpu", "device_id=1", &c), NNK_EINVAL);
+    /* a device_id past the devices: the context is made (NNabla's asks
+     * nothing of the device), its first use fails */
+    OK(nnk_get_extension_context("cpu", "device_id=1", &c));
+    CU_ASSERT_EQUAL(nnk_context_device_id(c), 1);
+    FAILS(nnk_array_new(c, NNK_F32, 1, shape, &a), NNK_EINVAL);
+    MSG_HAS("device_id 1 out of range: extension 'cpu' has 1 device");
+    nnk_context_free(c);
+    FAILS(nnk_get_extension_context("cpu", "device_id=-1", &c), NNK_EINVAL);
     MSG_HAS("device_id");
     MSG_HAS("context of extension 'cpu': "); /* as the other kw errors begin */
+    OK(nnk_get_extension_context("cpu", "type_config=mixed_half", &c));
+    CU_ASSERT_EQUAL(nnk_context_type_config(c), NNK_F16);
+    CU_ASSERT_STRING_EQUAL(nnk_context_type_config_name(c), "mixed_half");
+    CU_ASSERT_STRING_EQUAL(nnk_context_backend(c, 0), "cpu:mixed_half");
+    CU_ASSERT_STRING_EQUAL(nnk_context_str(c), "backends=[cpu:mixed_half, cpu:float] device_id=0 type_config=mixed_half");
+    nnk_context_free(c);
     FAILS(nnk_get_extension_context("cpu", "device_id=x", &c), NNK_EINVAL);
     MSG_HAS("device_id");
     MSG_HAS("context of extension 'cpu': ");

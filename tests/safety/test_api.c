@@ -280,6 +280,7 @@ VALUE_ROW(v_ctx_backend, nnk_context_backend(NULL, 0) == NULL && nnk_context_bac
                          nnk_context_backend(ctx, -1) == NULL)
 VALUE_ROW(v_ctx_device, nnk_context_device_id(NULL) == -1)
 VALUE_ROW(v_ctx_type, nnk_context_type_config(NULL) == NNK_F32)
+VALUE_ROW(v_ctx_type_name, strcmp(nnk_context_type_config_name(NULL), "float") == 0)
 VALUE_ROW(v_ctx_str, nnk_context_str(NULL) != NULL)
 VALUE_ROW(v_array_retain, nnk_array_retain(NULL) == NULL)
 VALUE_ROW(v_array_free, (nnk_array_free(NULL), 1))
@@ -330,7 +331,7 @@ static const struct { const char *what; int (*run)(void); } rows[] = {
     R(o_reshape_huge), R(o_wrap_huge_strides), R(o_wrap_negative_strides), R(o_slice_huge_step),
     R(o_broadcast_space_huge), R(l_33_scalars), R(l_33_tensors), R(l_70_params), R(l_32_and_32),
     R(v_ext_name), R(v_ext_status), R(v_ctx_free), R(v_ctx_backend_count), R(v_ctx_backend), R(v_ctx_device),
-    R(v_ctx_type), R(v_ctx_str), R(v_array_retain), R(v_array_free), R(v_array_getters), R(v_module_free),
+    R(v_ctx_type), R(v_ctx_type_name), R(v_ctx_str), R(v_array_retain), R(v_array_free), R(v_array_getters), R(v_module_free),
     R(v_module_count), R(v_module_name), R(v_kernel_free), R(v_kernel_getters), R(v_args_free),
     R(v_args_output_count), R(v_jit_getters), R(v_jit_free), R(v_jit_stats), R(v_names),
 };

@@ -651,6 +651,11 @@ static nnk_status context(void *state, nnk_context_spec *spec)
         if (seen++ == spec->device_id)
             found = i;
     }
+    /* without any device (no ICD loader, no platform) the context is made
+     * all the same, as NNabla's asks nothing of the device: its first use
+     * is the runtime's "has no devices" (NNK_EDEVICE) */
+    if (found < 0 && S->ndevices == 0)
+        found = spec->device_id;
     if (found < 0)
         return S->host->set_error(NNK_EINVAL, "context of extension '" EXT "': no device %d with platform=%s "
                                   "device_type=%s (%d match%s of %d devices; see nnk_extension_status)",

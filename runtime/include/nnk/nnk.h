@@ -174,8 +174,14 @@ const char *nnk_extension_status(nnk_extension *ext);
  * kw is a string of key=value pairs separated by spaces or commas, e.g.
  * "device_id=0 type_config=half"; in a value a backslash takes the next
  * character as it is ("include_dirs=/a\\ b").  Keys every extension knows:
- *   device_id    integer in [0, device count)   (default 0)
- *   type_config  float | half                   (default float)
+ *   device_id    integer >= 0                   (default 0)
+ *   type_config  float | half | mixed_half      (default float)
+ * Making a context asks nothing of the device, as NNabla's context() does:
+ * an extension without devices (cuda without a GPU) or a device_id past
+ * its devices fails at the context's first use (a launch, an array):
+ * NNK_EDEVICE ("extension 'cuda' has no devices: ...") or NNK_EINVAL.
+ * mixed_half is NNabla's name for half with float master weights; nnk has
+ * no weights: it takes half's dtype (f16), with NNabla's backend names.
  * Extensions may accept more keys; any other key is an error naming it.
  * kw may be NULL or "". */
 nnk_status nnk_get_extension_context(const char *ext_name, const char *kw, nnk_context **ctx);
@@ -185,8 +191,10 @@ int32_t nnk_context_backend_count(const nnk_context *ctx);
 /* "cuda:half"; NULL when i is out of range. */
 const char *nnk_context_backend(const nnk_context *ctx, int32_t i);
 int32_t nnk_context_device_id(const nnk_context *ctx);
-/* NNK_F16 for type_config=half, NNK_F32 for float. */
+/* NNK_F16 for type_config=half and mixed_half, NNK_F32 for float. */
 nnk_dtype nnk_context_type_config(const nnk_context *ctx);
+/* "float", "half" or "mixed_half", as the context was made ("float" for NULL). */
+const char *nnk_context_type_config_name(const nnk_context *ctx);
 /* "backends=[cpu:float] device_id=0 type_config=float" */
 const char *nnk_context_str(const nnk_context *ctx);
 /* The default context is used where a call takes no context (NULL).  It
