@@ -53,6 +53,7 @@ nnk_status rt_error_prefix(nnk_status s, const char *fmt, ...)
 static const char *const status_names[NNK_STATUS_COUNT] = {
     "NNK_OK", "NNK_EINVAL", "NNK_ENOMEM", "NNK_ENOTFOUND", "NNK_ECOMPILE", "NNK_EDEVICE",
     "NNK_ESHAPE", "NNK_EDTYPE", "NNK_EUNSUPPORTED", "NNK_EIO", "NNK_EABI", "NNK_EINTERNAL", "NNK_ERANGE",
+    "NNK_EOVERFLOW",
 };
 
 const char *nnk_status_name(nnk_status s)

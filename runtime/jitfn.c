@@ -80,7 +80,7 @@ static nnk_status parse_value(const char *key, const char *text, rt_value *v)
             *v = (rt_value){RT_U64, {.u = u}};
             return NNK_OK;
         }
-        return rt_error(NNK_EINVAL, "jit function options: the integer '%s' for '%s' is outside the int64 and uint64 ranges",
+        return rt_error(NNK_EOVERFLOW, "jit function options: the integer '%s' for '%s' is outside the int64 and uint64 ranges",
                         text, key);
     }
     if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {

@@ -16,6 +16,7 @@ typedef struct rt_arg {
     nnk_array *array;         /* retained; NULL for a scalar */
     rt_value value;
     bool out;                 /* nnk_args_out */
+    bool is_bool;             /* nnk_args_bool: an RT_I64 0 or 1 of Python's kind bool */
 } rt_arg;
 
 struct nnk_args {
@@ -27,6 +28,7 @@ struct nnk_args {
     int32_t nshape;           /* -1: no explicit iteration shape */
     int64_t shape[NNK_MAX_DIMS];
     bool has_ctx;
+    bool numpy_scalars;       /* nnk_args_numpy_scalars */
     nnk_context ctx;
     nnk_array *outputs[NNK_MAX_TENSORS];
     int32_t nout;
@@ -77,6 +79,7 @@ void nnk_args_reset(nnk_args *a)
     for (int32_t i = 0; i < a->ntypes; i++)
         free(a->types[i].name);
     a->ntypes = 0;
+    a->numpy_scalars = false;
     clear_outputs(a);
 }
 
@@ -109,7 +112,7 @@ static nnk_status push(nnk_args *a, const char *name, nnk_array *x, rt_value v, 
     char *copy = NULL;
     if (name && !(copy = rt_strdup(name)))
         return NNK_ENOMEM;
-    a->items[a->n++] = (rt_arg){copy, nnk_array_retain(x), v, out};
+    a->items[a->n++] = (rt_arg){copy, nnk_array_retain(x), v, out, false};
     return NNK_OK;
 }
 
@@ -156,6 +159,31 @@ nnk_status nnk_args_named_u64(nnk_args *a, const char *name, uint64_t v)
 {
     return name ? push(a, name, NULL, (rt_value){RT_U64, {.u = v}}, false, __func__)
                 : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+}
+
+nnk_status nnk_args_bool(nnk_args *a, int v)
+{
+    nnk_status s = push(a, NULL, NULL, (rt_value){RT_I64, {.i = v != 0}}, false, __func__);
+    if (!s)
+        a->items[a->n - 1].is_bool = true;
+    return s;
+}
+
+nnk_status nnk_args_named_bool(nnk_args *a, const char *name, int v)
+{
+    nnk_status s = name ? push(a, name, NULL, (rt_value){RT_I64, {.i = v != 0}}, false, __func__)
+                        : rt_error(NNK_EINVAL, "%s: name is NULL", __func__);
+    if (!s)
+        a->items[a->n - 1].is_bool = true;
+    return s;
+}
+
+nnk_status nnk_args_numpy_scalars(nnk_args *a, int on)
+{
+    if (!a)
+        return rt_error(NNK_EINVAL, "nnk_args_numpy_scalars: args is NULL");
+    a->numpy_scalars = on != 0;
+    return NNK_OK;
 }
 
 nnk_status nnk_args_c128(nnk_args *a, double re, double im)
@@ -491,7 +519,59 @@ typedef struct call {
     uint8_t storage[NNK_MAX_TENSORS];
     nnk_array *arrays[NNK_MAX_TENSORS];  /* tensor operands (retained), plan order */
     int32_t nin_t;                        /* tensor inputs */
+    nnk_array *weak[RT_MAX_PARAMS];       /* the 0-d operands of scalars given for tensor inputs (owned) */
 } call;
+
+/* The array of parameter p's argument: the caller's, or the 0-d array of a
+ * scalar given for a tensor input (NULL before make_weak_operands). */
+static nnk_array *slot_array(const call *c, int32_t p)
+{
+    return !c->slot[p] ? NULL : c->slot[p]->array ? c->slot[p]->array : c->weak[p];
+}
+
+/* numpy's kinds of a value, in promotion order (NEP 50). */
+enum { KIND_BOOL, KIND_INT, KIND_FLOAT, KIND_COMPLEX };
+
+static int value_kind(const rt_arg *g)
+{
+    return g->is_bool ? KIND_BOOL : g->value.kind == RT_F64 ? KIND_FLOAT : g->value.kind == RT_C128 ? KIND_COMPLEX : KIND_INT;
+}
+
+static int type_kind(Type t)
+{
+    return t == T_BOOL                       ? KIND_BOOL
+           : type_in_class(t, CLASS_COMPLEX) ? KIND_COMPLEX
+           : type_in_class(t, CLASS_FLOAT)   ? KIND_FLOAT
+                                             : KIND_INT;
+}
+
+/* With numpy's rules: an integer that type t (an integer type; not bool)
+ * cannot hold is NNK_EOVERFLOW, as numpy 2's "Python integer 300 out of
+ * bounds for uint8"; other values and types convert as C converts them. */
+static nnk_status check_int_range(const nnk_kernel *k, const char *param, nnk_dtype t, const rt_value *v)
+{
+    Type ty = (Type)t;
+    bool sign = type_in_class(ty, CLASS_INT);
+    if ((!sign && !type_in_class(ty, CLASS_UINT)) || (v->kind != RT_I64 && v->kind != RT_U64))
+        return NNK_OK;
+    int bits = (int)nnk_dtype_size(t) * 8;
+    bool ok;
+    if (v->kind == RT_U64) /* above INT64_MAX: u64 only */
+        ok = ty == T_U64;
+    else if (sign)
+        ok = bits >= 64 || (v->v.i >= -(INT64_C(1) << (bits - 1)) && v->v.i < (INT64_C(1) << (bits - 1)));
+    else
+        ok = v->v.i >= 0 && (bits >= 64 || v->v.i < (INT64_C(1) << bits));
+    if (ok)
+        return NNK_OK;
+    char num[32];
+    if (v->kind == RT_U64)
+        snprintf(num, sizeof num, "%llu", (unsigned long long)v->v.u);
+    else
+        snprintf(num, sizeof num, "%lld", (long long)v->v.i);
+    return rt_error(NNK_EOVERFLOW, "kernel '%s': integer %s out of bounds for %s (parameter '%s')", k->name, num,
+                    nnk_dtype_name(t), param);
+}
 
 static void list_params(const nnk_kernel *k, rt_str *b)
 {
@@ -545,7 +625,9 @@ static nnk_status bind_args(call *c, const nnk_args *a)
         if (pm->inout && g->out)
             return rt_error(NNK_EINVAL, "kernel '%s': '%s' is an inout parameter: pass it as an input, not as an output",
                             k->name, pm->name);
-        if (pm->tensor && !g->array)
+        /* (with numpy's rules a scalar for a tensor input is a weak 0-d
+         * operand; an inout or raw parameter takes an array all the same) */
+        if (pm->tensor && !g->array && (!a->numpy_scalars || p >= k->nin || pm->inout || pm->raw))
             return rt_error(NNK_EINVAL, "kernel '%s': parameter '%s' is an array, but a scalar was given", k->name,
                             pm->name);
         if (!pm->tensor && g->array)
@@ -671,7 +753,7 @@ static nnk_status bind_types(call *c, const nnk_args *a)
     for (int32_t pass = 0; pass < 2; pass++) {
         for (int32_t p = pass ? k->nin : 0; p < (pass ? k->nin + k->nout : k->nin); p++) {
             const rt_param *pm = &k->params[p];
-            if (!pm->tensor || pm->typevar < 0 || !c->slot[p])
+            if (!pm->tensor || pm->typevar < 0 || !c->slot[p] || !c->slot[p]->array) /* (weak scalars below) */
                 continue;
             int32_t v = pm->typevar;
             if (from[v] == -2 || (pass && from[v] >= 0 && from[v] < k->nin))
@@ -684,6 +766,36 @@ static nnk_status bind_types(call *c, const nnk_args *a)
     }
     for (int32_t v = 0; v < k->ngenerics; v++) {
         TypeClass cls = (TypeClass)k->classes[v];
+        /* Scalars given for tensor inputs are weak (numpy's NEP 50): the
+         * arrays bind the variable, a scalar of a higher kind lifts it
+         * (i32 and 2.5: f64; f32 and 1j: c64), and scalars alone give
+         * bool, i64 (u64 for an integer above INT64_MAX), f64 or c128. */
+        int wkind = -1, wfrom = -1;
+        bool wu64 = false;
+        for (int32_t p = 0; p < k->nin; p++) {
+            const rt_arg *g = c->slot[p];
+            if (!g || g->array || !k->params[p].tensor || k->params[p].typevar != v)
+                continue;
+            if (value_kind(g) > wkind)
+                wkind = value_kind(g), wfrom = p;
+            wu64 |= g->value.kind == RT_U64;
+        }
+        if (wkind >= 0 && from[v] != -2) { /* (an explicit type argument binds it: they convert) */
+            static const Type dflt[] = {T_BOOL, T_I64, T_F64, T_C128};
+            if (bound[v] == T_NONE) {
+                bound[v] = wkind == KIND_INT && wu64 ? T_U64 : dflt[wkind];
+                from[v] = wfrom;
+                /* a class the kind is not in: the next kind that is, as
+                 * numpy's np.sin(2) is float64 */
+                for (int kd = wkind + 1; kd <= KIND_COMPLEX && !type_in_class(bound[v], cls); kd++)
+                    if (kd >= KIND_INT && type_in_class(dflt[kd], cls))
+                        bound[v] = dflt[kd];
+            } else if (wkind > type_kind(bound[v])) {
+                bound[v] = wkind == KIND_COMPLEX && type_kind(bound[v]) == KIND_FLOAT ? (bound[v] == T_F64 ? T_C128 : T_C64)
+                                                                                      : dflt[wkind];
+                from[v] = wfrom;
+            }
+        }
         if (bound[v] == T_NONE) {
             Type t = (Type)c->ctx->type_config;
             bound[v] = type_in_class(t, cls) ? t : class_default(cls);
@@ -700,7 +812,11 @@ static nnk_status bind_types(call *c, const nnk_args *a)
         if (!pm->tensor)
             continue;
         nnk_dtype logical = pm->typevar >= 0 ? (nnk_dtype)c->targs[pm->typevar] : pm->type;
-        nnk_dtype have = c->slot[p] ? c->slot[p]->array->dtype : logical;
+        nnk_dtype have = c->slot[p] && c->slot[p]->array ? c->slot[p]->array->dtype : logical;
+        if (c->slot[p] && !c->slot[p]->array && c->slot[p]->value.kind == RT_C128 && logical != NNK_C64 &&
+            logical != NNK_C128)
+            return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' is %s, but its argument is complex", k->name,
+                            pm->name, nnk_dtype_name(logical));
         if (k->kind != RT_KERNEL_MODULE && have != logical)
             return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' has dtype %s, but the array has dtype %s", k->name,
                             pm->name, nnk_dtype_name(logical), nnk_dtype_name(have));
@@ -710,6 +826,35 @@ static nnk_status bind_types(call *c, const nnk_args *a)
             return rt_error(NNK_EDTYPE, "kernel '%s': parameter '%s' is %s, but the array is %s (pass real(z) or abs(z))",
                             k->name, pm->name, nnk_dtype_name(logical), nnk_dtype_name(have));
         c->storage[t++] = (uint8_t)have;
+    }
+    return NNK_OK;
+}
+
+/* The 0-d arrays of the scalars given for tensor inputs, on the chosen
+ * device, in the parameter's bound type (integers range-checked). */
+static nnk_status make_weak_operands(call *c)
+{
+    nnk_kernel *k = c->k;
+    int32_t t = 0;
+    for (int32_t p = 0; p < k->nin + k->nout; p++) {
+        const rt_param *pm = &k->params[p];
+        if (!pm->tensor)
+            continue;
+        const rt_arg *g = c->slot[p];
+        nnk_dtype dt = (nnk_dtype)c->storage[t++];
+        if (!g || g->array)
+            continue;
+        nnk_status s = check_int_range(k, pm->name, dt, &g->value);
+        if (s)
+            return s;
+        const rt_value *v = &g->value;
+        nnk_scalar x = v->kind == RT_F64 ? rt_scalar_from_f64(dt, v->v.f)
+                       : v->kind == RT_U64 ? rt_scalar_from_u64(dt, v->v.u)
+                       : v->kind == RT_C128 ? rt_scalar_from_c128(dt, v->v.c[0], v->v.c[1])
+                                            : rt_scalar_from_i64(dt, v->v.i);
+        if ((s = rt_array_alloc(c->ext, c->device, dt, 0, NULL, &c->weak[p])) ||
+            (s = nnk_array_from_host_into(c->weak[p], dt, &x, nnk_dtype_size(dt))))
+            return rt_error_prefix(s, "kernel '%s': the 0-d array of argument '%s'", k->name, pm->name);
     }
     return NNK_OK;
 }
@@ -773,7 +918,7 @@ static nnk_status result_shapes(call *c, const nnk_args *a, int32_t *ndim, int64
     *ndim = 0;
     bool any = false;
     for (int32_t p = 0; p < k->nin + k->nout; p++) {
-        const nnk_array *x = c->slot[p] ? c->slot[p]->array : NULL;
+        const nnk_array *x = slot_array(c, p);
         /* a raw parameter takes no part in the iteration space */
         if (!x || k->params[p].raw || (p >= k->nin && (k->params[p].reduced || any)))
             continue;
@@ -871,7 +1016,7 @@ static nnk_status launch(call *c, nnk_args *a)
 {
     nnk_kernel *k = c->k;
     nnk_status s = bind_args(c, a);
-    if (s || (s = choose_backend(c)) || (s = bind_types(c, a)))
+    if (s || (s = choose_backend(c)) || (s = bind_types(c, a)) || (s = make_weak_operands(c)))
         return s;
     rt_instance *inst;
     if ((s = find_instance(c, &inst)))
@@ -890,7 +1035,7 @@ static nnk_status launch(call *c, nnk_args *a)
     for (int32_t p = 0; p < k->nin + k->nout; p++) {
         if (!(d->params[p].flags & NNK_PARAM_TENSOR))
             continue;
-        nnk_array *x = c->slot[p] ? nnk_array_retain(c->slot[p]->array) : NULL;
+        nnk_array *x = c->slot[p] ? nnk_array_retain(slot_array(c, p)) : NULL;
         bool red = (d->params[p].flags & NNK_PARAM_REDUCED) != 0;
         if (!x) {
             if (ndim < 0 && (s = result_shapes(c, a, &ndim, shape, &rndim, rshape)))
@@ -1000,6 +1145,8 @@ static nnk_status launch(call *c, nnk_args *a)
         if (v->kind == RT_C128 && t != NNK_C64 && t != NNK_C128)
             return rt_error(NNK_EDTYPE, "kernel '%s': scalar parameter '%s' is %s, but its argument is complex",
                             k->name, pd->name, nnk_dtype_name(t));
+        if (a->numpy_scalars && (s = check_int_range(k, pd->name, t, v)))
+            return s;
         plan.scalars[j++] = v->kind == RT_F64 ? rt_scalar_from_f64(t, v->v.f)
                             : v->kind == RT_I64 ? rt_scalar_from_i64(t, v->v.i)
                             : v->kind == RT_U64 ? rt_scalar_from_u64(t, v->v.u)
@@ -1037,6 +1184,8 @@ nnk_status nnk_launch(nnk_kernel *k, nnk_args *a)
     nnk_status s = launch(&c, a);
     for (int32_t t = 0; t < NNK_MAX_TENSORS; t++)
         nnk_array_free(c.arrays[t]);
+    for (int32_t p = 0; p < RT_MAX_PARAMS; p++)
+        nnk_array_free(c.weak[p]);
     return s;
 }
 

@@ -22,6 +22,7 @@ from ._nnk import (  # noqa: F401  (the public names)
     Error,
     Extension,
     IOFailureError,
+    IntegerOverflowError,
     InternalError,
     RangeError,
     JitFunction,
@@ -41,7 +42,7 @@ from . import ext_utils, jiterator  # noqa: E402,F401
 
 __all__ = [
     "ABIError", "ArgumentError", "Array", "CompileError", "Context", "DTypeError", "DeviceError", "Error",
-    "IOFailureError", "InternalError", "JitFunction", "Kernel", "Module", "NotFoundError", "OutOfMemoryError", "RangeError",
+    "IOFailureError", "IntegerOverflowError", "InternalError", "JitFunction", "Kernel", "Module", "NotFoundError", "OutOfMemoryError", "RangeError",
     "ShapeError", "UnsupportedError", "asarray", "compile", "context_scope", "dtypes", "empty", "ext_utils",
     "get_current_context", "jiterator", "load", "set_default_context", "zeros",
 ]

@@ -52,21 +52,24 @@ static PyTypeObject ContextType, ExtensionType, ArrayType, DLOwnerType, BufHolde
     X(NNK_EIO, "IOFailureError", &PyExc_OSError, NULL, "a file or process operation failed (NNK_EIO)")      \
     X(NNK_EABI, "ABIError", NULL, NULL, "an extension or kernel built for another ABI (NNK_EABI)")          \
     X(NNK_EINTERNAL, "InternalError", NULL, NULL, "a bug in nnk (NNK_EINTERNAL)")                      \
-    X(NNK_ERANGE, "RangeError", &PyExc_IndexError, NULL, "a raw parameter's index out of range (NNK_ERANGE)")
+    X(NNK_ERANGE, "RangeError", &PyExc_IndexError, NULL, "a raw parameter's index out of range (NNK_ERANGE)") \
+    X(NNK_EOVERFLOW, "IntegerOverflowError", &status_error[NNK_EINVAL], &PyExc_OverflowError,               \
+      "an integer out of bounds for its parameter's integer type: an OverflowError as numpy 2's, and an "    \
+      "ArgumentError as before (NNK_EOVERFLOW)")
+
+static PyObject *Error;                         /* nnk.Error */
+static PyObject *status_error[NNK_STATUS_COUNT]; /* its subclasses, by status */
 
 static const struct {
     nnk_status status;
     const char *name;
-    PyObject **base1, **base2;
+    PyObject **base1, **base2;  /* base1 may be a class above (made first): then not nnk.Error itself */
     const char *doc;
 } error_table[] = {
 #define X(s, n, b1, b2, d) {s, n, b1, b2, d},
     NNK_PY_ERRORS(X)
 #undef X
 };
-
-static PyObject *Error;                         /* nnk.Error */
-static PyObject *status_error[NNK_STATUS_COUNT]; /* its subclasses, by status */
 
 /* Raises the class of status s with message `text` (a new reference, stolen). */
 static PyObject *raise_text(nnk_status s, PyObject *text)
@@ -1843,10 +1846,15 @@ typedef struct {
 
 
 
-/* A scalar argument: 1 added, 0 not a number, -1 error. */
+/* A scalar argument: 1 added, 0 not a number, -1 error.  The launch checks
+ * an integer against its parameter's type (nnk_args_numpy_scalars). */
 static int add_scalar(nnk_args *A, const char *name, PyObject *o)
 {
-    if (PyBool_Check(o) || PyLong_Check(o)) {
+    if (PyBool_Check(o)) { /* numpy's kind bool, for a tensor input */
+        int b = o == Py_True;
+        return check(name ? nnk_args_named_bool(A, name, b) : nnk_args_bool(A, b)) < 0 ? -1 : 1;
+    }
+    if (PyLong_Check(o)) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (v == -1 && PyErr_Occurred())
@@ -1855,13 +1863,13 @@ static int add_scalar(nnk_args *A, const char *name, PyObject *o)
             unsigned long long u = PyLong_AsUnsignedLongLong(o);
             if (u == (unsigned long long)-1 && PyErr_Occurred()) {
                 PyErr_Clear();
-                fail(NNK_EINVAL, "integer %R is outside the int64 and uint64 ranges", o);
+                fail(NNK_EOVERFLOW, "integer %R is outside the int64 and uint64 ranges", o);
                 return -1;
             }
             return check(name ? nnk_args_named_u64(A, name, u) : nnk_args_u64(A, u)) < 0 ? -1 : 1;
         }
         if (overflow) {
-            fail(NNK_EINVAL, "integer %R is outside the int64 and uint64 ranges", o);
+            fail(NNK_EOVERFLOW, "integer %R is outside the int64 and uint64 ranges", o);
             return -1;
         }
         return check(name ? nnk_args_named_i64(A, name, v) : nnk_args_i64(A, v)) < 0 ? -1 : 1;
@@ -1946,6 +1954,11 @@ static int add_arg(nnk_args *A, const nnk_kernel *k, const char *name, Py_ssize_
         int r = add_zero_d(A, name, o);
         if (r)
             return r < 0 ? -1 : 0;
+    } else if ((PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o)) && !is_numpy_scalar(o)) {
+        /* a Python number for a tensor input: a weak 0-d operand (NEP 50;
+         * CuPy's ElementwiseKernel and jiterator take them too), which
+         * the launch makes in the type the arrays bind */
+        return add_scalar(A, name, o) < 0 ? -1 : 0;
     } else if (!inout && is_numpy_scalar(o) && (name ? nnk_kernel_param_index(k, name) >= 0 && nnk_kernel_param_index(k, name) <
                                                                                           nnk_kernel_input_count(k)
                                            : pos < nnk_kernel_input_count(k))) {
@@ -2143,6 +2156,13 @@ static PyObject *kernel_vectorcall(PyObject *self_, PyObject *const *args, size_
         A = self->cached;
         self->busy = cached = 1;
     } else if (check(nnk_args_new(&A)) < 0) {
+        return NULL;
+    }
+    if (check(nnk_args_numpy_scalars(A, 1)) < 0) { /* (reset turns them off) */
+        if (cached)
+            self->busy = 0;
+        else
+            nnk_args_free(A);
         return NULL;
     }
     CallArrays *ca, ca_local;
@@ -2347,7 +2367,9 @@ static PyGetSetDef jit_getset[] = {
 };
 
 #define KERNEL_CALL_DOC                                                                                          \
-    "Call: positional inputs in declaration order, named inputs by name, Python numbers for scalars;\n"            \
+    "Call: positional inputs in declaration order, named inputs by name, Python numbers for scalars and\n"         \
+    "(weak 0-d operands, numpy 2's NEP 50) for tensor inputs; an int out of its integer type's bounds is\n"      \
+    "nnk.IntegerOverflowError;\n"                                                                                  \
     "out= (an array or a tuple), axis= (int or tuple) and keepdims= for reductions, ctx= for the launch's\n"       \
     "context.  numpy in: numpy out (views over nnk memory); other arrays in: nnk.Array out."
 
@@ -2926,9 +2948,12 @@ PyMODINIT_FUNC PyInit__nnk(void)
     for (size_t i = 0; i < sizeof error_table / sizeof *error_table; i++) {
         char qual[64];
         PyOS_snprintf(qual, sizeof qual, "nnk.%s", error_table[i].name);
-        PyObject *bases = error_table[i].base2 ? PyTuple_Pack(3, Error, *error_table[i].base1, *error_table[i].base2)
-                          : error_table[i].base1 ? PyTuple_Pack(2, Error, *error_table[i].base1)
-                                                 : PyTuple_Pack(1, Error);
+        PyObject **b1 = error_table[i].base1, **b2 = error_table[i].base2;
+        int sub = b1 && PyObject_IsSubclass(*b1, Error) == 1;   /* (Error, ArgumentError) has no MRO */
+        PyObject *bases = sub ? (b2 ? PyTuple_Pack(2, *b1, *b2) : PyTuple_Pack(1, *b1))
+                          : b2 ? PyTuple_Pack(3, Error, *b1, *b2)
+                          : b1 ? PyTuple_Pack(2, Error, *b1)
+                               : PyTuple_Pack(1, Error);
         PyObject *cls = bases ? PyErr_NewExceptionWithDoc(qual, error_table[i].doc, bases, NULL) : NULL;
         Py_XDECREF(bases);
         if (!cls || add_ref(m, error_table[i].name, cls) < 0) {

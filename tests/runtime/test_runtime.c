@@ -1530,6 +1530,82 @@ static void test_transposed_tile_copies(void)
     free(h);
 }
 
+/* nnk_args_numpy_scalars: integers checked against their parameter's
+ * type (NNK_EOVERFLOW) and scalars for tensor inputs as weak 0-d operands
+ * (NEP 50); without it, the C conversion and NNK_EINVAL as before. */
+static void test_numpy_scalars(void)
+{
+    nnk_jit_fn *fn;
+    OK(nnk_create_jit_fn("elementwise add<T: num>(x: T[], y: T[], b: u8 = 0) -> (z: T[]) { z = x + y + T(b); }", NULL,
+                         &fn));
+    int64_t s[] = {3};
+    int32_t xi[3] = {1, 2, 3};
+    nnk_array *x, *z;
+    OK(nnk_array_from_host(NULL, NNK_I32, 1, s, xi, &x));
+    nnk_args *a;
+    OK(nnk_args_new(&a));
+    /* C's rules: 300 is 44 for a u8; a scalar for y is refused */
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_named_i64(a, "b", 300));
+    OK(nnk_jit_fn_call(fn, a));
+    OK(nnk_args_output(a, 0, &z));
+    int32_t zi[3];
+    OK(nnk_array_to_host(z, NNK_I32, zi, sizeof zi));
+    CU_ASSERT_EQUAL(zi[0], 1 + 1 + 44);
+    nnk_array_free(z);
+    nnk_args_reset(a);
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_f64(a, 2.5));
+    FAILS(nnk_jit_fn_call(fn, a), NNK_EINVAL);
+    MSG_HAS("is an array, but a scalar was given");
+    /* numpy's: the u8 bound, and a weak 2.5 that lifts i32 to f64 */
+    nnk_args_reset(a);
+    OK(nnk_args_numpy_scalars(a, 1));
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_named_i64(a, "b", 300));
+    FAILS(nnk_jit_fn_call(fn, a), NNK_EOVERFLOW);
+    MSG_HAS("kernel 'add': integer 300 out of bounds for u8 (parameter 'b')");
+    CU_ASSERT_STRING_EQUAL(nnk_status_name(NNK_EOVERFLOW), "NNK_EOVERFLOW");
+    nnk_args_reset(a);
+    OK(nnk_args_numpy_scalars(a, 1));
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_f64(a, 2.5));
+    OK(nnk_jit_fn_call(fn, a));
+    OK(nnk_args_output(a, 0, &z));
+    CU_ASSERT_EQUAL(nnk_array_dtype(z), NNK_F64);
+    double zd[3];
+    OK(nnk_array_to_host(z, NNK_F64, zd, sizeof zd));
+    CU_ASSERT_EQUAL(zd[2], 5.5);
+    nnk_array_free(z);
+    /* scalars alone: i64 (a 0-d result); a bool and an int: i64 */
+    nnk_args_reset(a);
+    OK(nnk_args_numpy_scalars(a, 1));
+    OK(nnk_args_bool(a, 1));
+    OK(nnk_args_named_i64(a, "y", -7));
+    OK(nnk_jit_fn_call(fn, a));
+    OK(nnk_args_output(a, 0, &z));
+    CU_ASSERT_EQUAL(nnk_array_dtype(z), NNK_I64);
+    CU_ASSERT_EQUAL(nnk_array_ndim(z), 0);
+    int64_t zl = 0;
+    OK(nnk_array_to_host(z, NNK_I64, &zl, sizeof zl));
+    CU_ASSERT_EQUAL(zl, -6);
+    nnk_array_free(z);
+    /* a weak integer out of the bound type's range */
+    nnk_args_reset(a);
+    OK(nnk_args_numpy_scalars(a, 1));
+    OK(nnk_args_array(a, x));
+    OK(nnk_args_u64(a, UINT64_C(1) << 63));
+    FAILS(nnk_jit_fn_call(fn, a), NNK_EOVERFLOW);
+    MSG_HAS("integer 9223372036854775808 out of bounds for i32 (parameter 'y')");
+    FAILS(nnk_args_numpy_scalars(NULL, 1), NNK_EINVAL);
+    FAILS(nnk_args_named_bool(a, NULL, 1), NNK_EINVAL);
+    nnk_args_free(a);
+    nnk_array_free(x);
+    nnk_jit_fn_free(fn);
+}
+
 static void test_jit_fn(void)
 {
     nnk_jit_fn *fn;
@@ -1541,7 +1617,7 @@ static void test_jit_fn(void)
     MSG_HAS("scalar");
     /* below INT64_MIN, after a blank strtoll skips: not the u64 that
      * strtoull's negation makes of it (1) */
-    FAILS(nnk_create_jit_fn(code, "a=\\ -18446744073709551615", &fn), NNK_EINVAL);
+    FAILS(nnk_create_jit_fn(code, "a=\\ -18446744073709551615", &fn), NNK_EOVERFLOW);
     MSG_HAS("outside the int64 and uint64 ranges");
     OK(nnk_create_jit_fn(code, "a=\\ +18446744073709551615", &fn));
     nnk_jit_fn_free(fn);
@@ -1966,6 +2042,7 @@ static const CunitTest tests_runtime[] = {
     {"module", test_module},
     {"determinism", test_determinism},
     {"jit_fn", test_jit_fn},
+    {"numpy_scalars", test_numpy_scalars},
     {"jit_fn_stored_readback", test_jit_fn_stored_readback},
     {"lazy_generic", test_lazy_generic},
     {"inplace", test_inplace},

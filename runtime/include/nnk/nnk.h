@@ -48,6 +48,8 @@ typedef enum nnk_status {
     NNK_EABI,         /* an extension or kernel built for another ABI version */
     NNK_EINTERNAL,    /* a bug in nnk; the message says where */
     NNK_ERANGE,       /* a raw parameter's index out of range: the message names kernel, parameter and index */
+    NNK_EOVERFLOW,    /* an integer outside its parameter's type (numpy's rules: nnk_args_numpy_scalars), or a
+                       * jit function option's outside the int64 and uint64 ranges */
     NNK_STATUS_COUNT
 } nnk_status;
 
@@ -354,6 +356,27 @@ nnk_status nnk_args_named_u64(nnk_args *a, const char *name, uint64_t v);
  * refuses it at the launch: NNK_EDTYPE); real ones convert to complex. */
 nnk_status nnk_args_c128(nnk_args *a, double re, double im);
 nnk_status nnk_args_named_c128(nnk_args *a, const char *name, double re, double im);
+/* A bool (0 or 1 for an integer or float parameter, as nnk_args_i64), which
+ * with numpy's rules is of numpy's kind bool for a tensor input. */
+nnk_status nnk_args_bool(nnk_args *a, int v);
+nnk_status nnk_args_named_bool(nnk_args *a, const char *name, int v);
+/* numpy's rules for scalars (NEP 50), what the Python module uses (off by
+ * default; nnk_args_reset turns them off):
+ *  - an integer (nnk_args_i64/u64) that the integer type of its parameter
+ *    cannot hold is NNK_EOVERFLOW at the launch ("integer 300 out of
+ *    bounds for u8"), not converted as C converts it; bool and float
+ *    parameters convert as before (a float past f16's or f32's range is
+ *    inf, as numpy's);
+ *  - a scalar given for a tensor input (not an inout or raw one) is a 0-d
+ *    operand that broadcasts, and weak: it takes the type the arrays bind
+ *    its type variable to, lifting it to its own kind when that is higher
+ *    (an i32 array with 2.5: f64; f32 with 1j: c64; bool with 2: i64), and
+ *    scalars alone bind it to bool, i64 (u64 for an integer above
+ *    INT64_MAX), f64 or c128 by their highest kind (nnk_args_bool gives
+ *    the kind bool), or the next of those the variable's class holds (f64
+ *    for a float variable given only integers); a given output binds a
+ *    variable that no array input binds before the scalars do. */
+nnk_status nnk_args_numpy_scalars(nnk_args *a, int on);
 /* The next output, in declaration order. */
 nnk_status nnk_args_out(nnk_args *a, nnk_array *y);
 /* Reduction axes (default: all); negative axes count from the end. */
