@@ -270,7 +270,13 @@ class GpuStrided:
                 given.append(o)
             Share.set_options(k.name)
             kern = self.module.kernel(self.kernel_name)
-            res = rt.launch(kern, vals, given, axes=axes_l)
+            # NAME_strided takes a reduced output in either form; nnk_launch
+            # the one keepdims names: kept when a reduced output has the
+            # inputs' rank and axes are reduced
+            nd_in = ins[0].ndim if ins else 0
+            keep = k.reduction and any(p.reduced and not p.inout and w.ndim == nd_in and w.ndim > 0
+                                       and (axes_l is None or len(axes_l) > 0) for p, w in zip(k.outputs, want))
+            res = rt.launch(kern, vals, given, axes=axes_l, keepdims=keep)
             for r in res:
                 rt.free(r)
             got = [rt.to_numpy(o).view(C.NP[p.dtype]) for o, p in zip(outs, k.outputs)]

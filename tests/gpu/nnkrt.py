@@ -64,6 +64,7 @@ class Runtime:
             "nnk_args_c128": (ctypes.c_int, [P, ctypes.c_double, ctypes.c_double]),
             "nnk_args_out": (ctypes.c_int, [P, P]),
             "nnk_args_axes": (ctypes.c_int, [P, I32, ctypes.POINTER(I32)]),
+            "nnk_args_keepdims": (ctypes.c_int, [P, ctypes.c_int]),
             "nnk_args_context": (ctypes.c_int, [P, P]),
             "nnk_args_output": (ctypes.c_int, [P, I32, ctypes.POINTER(P)]),
             "nnk_args_output_count": (I32, [P]),
@@ -193,7 +194,7 @@ class Runtime:
         self.check(self.lib.nnk_args_new(ctypes.byref(a)), "args_new")
         return a
 
-    def fill_args(self, a, inputs, outs=(), axes=None, ctx=None):
+    def fill_args(self, a, inputs, outs=(), axes=None, ctx=None, keepdims=False):
         """inputs: arrays (c_void_p), floats (f64), complex numbers (c128)
         and ints/bools (i64)."""
         L = self.lib
@@ -213,17 +214,20 @@ class Runtime:
         if axes is not None:
             ax = (ctypes.c_int32 * max(len(axes), 1))(*axes)
             self.check(L.nnk_args_axes(a, len(axes), ax), "args_axes")
+        if keepdims:
+            self.check(L.nnk_args_keepdims(a, 1), "args_keepdims")
         if ctx is not None:
             self.check(L.nnk_args_context(a, ctx), "args_context")
 
     def launch_args(self, kernel, a, what="launch"):
         self.check(self.lib.nnk_launch(kernel, a), what)
 
-    def launch(self, kernel, inputs, outs=(), axes=None, ctx=None):
-        """Runs kernel; returns the outputs (new references)."""
+    def launch(self, kernel, inputs, outs=(), axes=None, ctx=None, keepdims=False):
+        """Runs kernel; returns the outputs (new references).  A given
+        reduced output must have the shape keepdims says (docs/runtime.md)."""
         a = self.args()
         try:
-            self.fill_args(a, inputs, outs, axes, ctx)
+            self.fill_args(a, inputs, outs, axes, ctx, keepdims)
             self.launch_args(kernel, a)
             res = []
             for i in range(self.lib.nnk_args_output_count(a)):
