@@ -205,12 +205,17 @@ def test_type_arguments_by_dtype():
            "elementwise cast<T: any, U: any>(x: T[], s: U = 3) -> (y: U[]) { y = U(x) * s; }\n")
     m = nnk.compile(src, name="targs.nnk")
     x = np.zeros(3, np.float32)
-    # 2**32 + 5 is 5 in i32, 4294967301 in i64; 249 is -7 in i8
-    np.testing.assert_array_equal(m.fill(2 ** 32 + 5, x, dtype=np.int32), [5, 5, 5])
+    # 2**32 + 5 is 4294967301 in i64 and out of bounds for i32 (numpy 2's
+    # OverflowError: test_python_scalars.py); 249 is out of bounds for i8
+    np.testing.assert_array_equal(m.fill(2 ** 31 - 1, x, dtype=np.int32), [47, 47, 47])
     np.testing.assert_array_equal(m.fill(2 ** 32 + 5, x, dtype="i64"), [1, 1, 1])
-    np.testing.assert_array_equal(m.fill(249, x, dtype="i8"), [-7] * 3)
+    np.testing.assert_array_equal(m.fill(-7, x, dtype="i8"), [-7] * 3)
+    with pytest.raises(nnk.IntegerOverflowError, match="integer 4294967301 out of bounds for i32"):
+        m.fill(2 ** 32 + 5, x, dtype=np.int32)
+    with pytest.raises(nnk.IntegerOverflowError, match="integer 249 out of bounds for i8"):
+        m.fill(249, x, dtype="i8")
     f = nnk.jiterator._create_jit_fn(src, kernel="fill")
-    np.testing.assert_array_equal(f(2 ** 32 + 5, x, dtype="int32"), [5, 5, 5])
+    np.testing.assert_array_equal(f(2 ** 31 - 1, x, dtype="int32"), [47, 47, 47])
     assert f.cache_size == 1
     xi = np.arange(4, dtype=np.int16)
     y = m.cast(xi, 1.5, dtype={"U": "float32"})

@@ -192,3 +192,13 @@ def test_numpy_scalars_stay_typed(k):
     assert k["add"](x, np.float64(1)).dtype == np.float64    # np.float64 is a Python float subclass, not weak
     assert k["add"](x, np.complex128(1j)).dtype == np.complex128
     assert k["add"](x, 1.0).dtype == np.float32
+
+
+def test_explicit_type_argument_binds_before_the_scalars(k):
+    add = k["add"]
+    z = add(1, 2.5, dtype="float32")                         # dtype= binds T: the scalars convert into it
+    assert z.dtype == "float32" and z.item() == 3.5
+    assert add(np.arange(3, dtype=np.int32), 2.5, dtype="float16").dtype == np.float16
+    assert add(1, 2, dtype="uint8").item() == 3
+    with pytest.raises(OverflowError, match="integer 300 out of bounds for u8"):
+        add(300, 1, dtype="uint8")
