@@ -219,7 +219,7 @@ NNK_VM_FN float nnk_vm_sincos_fast(float x, int32_t c)
  * r = (hi - n 2^62) 2^-62 pi/2 in double (|r| <= pi/4, relative error
  * 2^-52: the closest float to a multiple of pi/2 is 2^-29 or more away);
  * then the kernel above.  NaN and Inf give NaN. */
-#ifdef __OPENCL_VERSION__
+#if defined(__OPENCL_C_VERSION__) || defined(__OPENCL_VERSION__) /* OpenCL C: clang defines only the first, PoCL both */
 #define NNK_VM_TABLE __constant
 #elif defined(__GNUC__) || defined(__clang__)
 #define NNK_VM_TABLE static const __attribute__((unused))
