@@ -237,9 +237,14 @@ class GpuStrided:
             return rc
         want = [E._view_array(v, C.NP[p.dtype])[0].copy() for v, p in zip(views[nin:], k.outputs)]
         axes_l = None if axes is None else [axes[i] for i in range(naxes)]
+        # the iteration space: the broadcast of the inputs not read by
+        # index (a raw input has no part in it: test_raw's mm_raw reads
+        # (M, K) and (K, N) matrices over an (M, K, N) space)
+        space = np.broadcast_shapes(*[a.shape for a, p in zip(ins, tparams)
+                                      if not p.raw])
         nred = 1
         if k.reduction and nin:
-            shape = ins[0].shape if ins else ()
+            shape = space
             nd = len(shape)
             for i in (range(nd) if axes_l is None else {(a + nd) % nd for a in axes_l}):
                 nred *= max(shape[i], 1)
@@ -272,8 +277,8 @@ class GpuStrided:
             kern = self.module.kernel(self.kernel_name)
             # NAME_strided takes a reduced output in either form; nnk_launch
             # the one keepdims names: kept when a reduced output has the
-            # inputs' rank and axes are reduced
-            nd_in = ins[0].ndim if ins else 0
+            # iteration space's rank and axes are reduced
+            nd_in = len(space)
             keep = k.reduction and any(p.reduced and not p.inout and w.ndim == nd_in and w.ndim > 0
                                        and (axes_l is None or len(axes_l) > 0) for p, w in zip(k.outputs, want))
             res = rt.launch(kern, vals, given, axes=axes_l, keepdims=keep)
