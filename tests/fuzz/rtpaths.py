@@ -316,6 +316,8 @@ def check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng):
         raise Fail("miscompile", "%s on %s: %s: %s" % (name, pp.kind, type(e).__name__, e))
     if pp.kind != "opencl" or exact:
         for what, outs in res:
+            if what in RELAID:
+                continue
             for o, x, y in zip(k.outs, outs, c_outs):
                 if not same_bytes(x, y, b.get(o.ty, o.ty)):
                     bad = np.argwhere(np.atleast_1d(np.ascontiguousarray(x) != np.ascontiguousarray(y)))[:3] \
@@ -326,6 +328,9 @@ def check_call(pp, prog, b, args, kw, c_outs, shape, exact, rng):
                                          "an exact call, vmath aside",
                                          bad, np.ravel(x)[:6], np.ravel(y)[:6]))
     return res
+
+
+RELAID = set()  # the in-place calls whose input layout differs from the C call's
 
 
 def in_place(pp, prog, b, args, kw, outs, shape, rng):
@@ -356,6 +361,14 @@ def in_place(pp, prog, b, args, kw, outs, shape, rng):
         cargs = list(args)
         inout_bufs = {pi: buf}
         what = "(%s, in place: output %s in input %s's memory)" % (pp.kind, k.outs[oi].name, k.params[pi].name)
+        # the buffer is C-ordered; when the input was another layout, a
+        # reduction's plan may take the other order of the additions
+        # (docs/c-backend.md, "The order of the additions": column order
+        # when the innermost kept dimension is contiguous for every
+        # operand), so the bytes are the oracle's to judge, not C's
+        if k.kind == "reduction" and not np.asarray(args[pi]).flags.c_contiguous:
+            what += " (C-ordered copy)"
+            RELAID.add(what)
     else:
         oi, cargs = None, list(args)
         what = "(%s, out=)" % pp.kind
