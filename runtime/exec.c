@@ -275,7 +275,7 @@ static void run_tiled(const nnk_kernel_desc *desc, const nnk_plan *p)
         }
         op++;
     }
-    rt_pool_run((j.ntiles + j.per_task - 1) / j.per_task, tile_task, &j);
+    rt_pool_run_work((j.ntiles + j.per_task - 1) / j.per_task, j.per_task * TILE_ROWS * TILE_COLS, tile_task, &j);
 }
 
 /* ---- reductions split along the reduced range ------------------------------ */
@@ -363,11 +363,11 @@ static nnk_status split_reduced(const nnk_kernel_desc *desc, const nnk_plan *pla
     for (int32_t ph = 1; ph <= desc->nphases; ph++) {
         j.phase = ph;
         j.state_size = (size_t)desc->state_size[ph - 1];
-        rt_pool_run(ntasks, partial_task, &j);
+        rt_pool_run_work(ntasks, NNK_SPLIT_CHUNK, partial_task, &j);
         for (int64_t o = 0; o < nkept; o++)
             final_task(&j, o);
     }
-    rt_pool_run(ntasks, epilogue_task, &j);
+    rt_pool_run_work(ntasks, NNK_SPLIT_CHUNK, epilogue_task, &j);
     free(j.bounds);
     free(j.finals);
     free(j.states);
@@ -401,7 +401,7 @@ nnk_status rt_host_run(const nnk_kernel_desc *desc, const nnk_plan *plan)
         int64_t per = nkept / (MIN_TASKS * rt_pool_threads());
         per = per < MIN_CHUNK ? MIN_CHUNK : per > CHUNK ? CHUNK : per;
         range_job j = {desc, plan, nkept, per};
-        rt_pool_run((nkept + per - 1) / per, range_task, &j);
+        rt_pool_run_work((nkept + per - 1) / per, per, range_task, &j);
         return NNK_OK;
     }
     /* Enough output positions to keep every thread busy: split them (each
@@ -420,7 +420,9 @@ nnk_status rt_host_run(const nnk_kernel_desc *desc, const nnk_plan *plan)
         if (per < even)
             per = even;
         range_job j = {desc, plan, nkept, per > 0 ? per : 1};
-        rt_pool_run((nkept + j.per_task - 1) / j.per_task, range_task, &j);
+        /* (a task reads per_task slices: few long tasks, so the workers
+         * wake before the first: rt_pool_run_work) */
+        rt_pool_run_work((nkept + j.per_task - 1) / j.per_task, j.per_task * (nred > 0 ? nred : 1), range_task, &j);
         return NNK_OK;
     }
     return split_reduced(desc, plan);

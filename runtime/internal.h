@@ -107,6 +107,10 @@ typedef void (*rt_task_fn)(void *arg, int64_t task);
  * too) and waits.  Runs inline when the pool is busy with another job or
  * has one thread. */
 void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg);
+/* The same, for tasks of about task_work elements each: a job that long
+ * wakes the workers before its first task (0: judged by the caller's
+ * first tasks, as rt_pool_run). */
+void rt_pool_run_work(int64_t ntasks, int64_t task_work, rt_task_fn fn, void *arg);
 int rt_pool_threads(void);
 void rt_pool_shutdown(void);
 /* Tests only (tests/runtime/test_internal.c): called by a worker between

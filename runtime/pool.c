@@ -15,7 +15,11 @@
  * from the next job.  Jobs of more than 2^32 - 1 tasks run as several.
  * The caller posts a job to the workers (and wakes them) only when the
  * tasks left would take it more than WAKE_WORK_NS alone, judged by its own
- * first tasks (caller_run), so a short job never pays for a wake-up.
+ * first tasks (caller_run), so a short job never pays for a wake-up; a job
+ * whose size says it is long (rt_pool_run_work: elements per task) wakes
+ * them before its first task, since a job of few long tasks (a column sum
+ * of 4096 x 4096 is one task a thread) would otherwise run its first task
+ * on the caller alone: with two tasks, the whole job twice as long.
  *
  * Under contention (a busy process on one core, a loaded machine) two
  * things made 2 threads slower than 1 (bench/perf, docs/performance.md):
@@ -69,6 +73,11 @@ enum { MAX_BATCH = 0x7fffffff };   /* tasks per job: the low half of `claim` */
 #define DELAY_HALF_NS 2000000000
 /* the workers are woken once the tasks left would take the caller this long */
 #define WAKE_WORK_NS 100000
+/* the least time an element of a task takes (rt_pool_run_work: a sum of
+ * f32 streams 4 bytes an element, 16-32 GB/s on one core of these
+ * machines): a job whose elements take longer than WAKE_WORK_NS at this
+ * rate wakes the workers before its first task */
+#define ELEMENT_PS_MIN 125
 
 static struct {
     pthread_mutex_t lock;
@@ -178,12 +187,27 @@ static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
  * nothing but the caller's time, as with one thread.  Returns the tasks
  * it ran; *off_cpu: how long it was off its core after waking the workers,
  * beyond the time it ran (a worker woken onto its core displaced it). */
+static void wake_workers(uint32_t gen, int64_t per)
+{
+    pthread_mutex_lock(&pool.lock);
+    pool.task_ns = per > 0 ? per : 1;
+    pool.posted = gen;
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.lock);
+}
+
 static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t t0,
-                          int64_t delay, int64_t *off_cpu)
+                          int64_t delay, int64_t est_ns, int64_t *off_cpu)
 {
     int64_t ran = 0, woke_ns = 0, woke_cpu = 0;
     bool woke = false;
     int64_t wake_ns = 2 * delay > WAKE_WORK_NS ? 2 * delay : WAKE_WORK_NS;
+    /* long by its size (est_ns: the least time a task takes) */
+    if (ntasks > 1 && est_ns > 0 && est_ns > wake_ns / (ntasks - 1)) {
+        woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
+        wake_workers(gen, est_ns);
+        woke = true;
+    }
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks)
@@ -198,11 +222,7 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
             int64_t left = ntasks - task - 1, per = (now_ns() - t0) / ran;
             if (left > 0 && per * left > wake_ns) {
                 woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
-                pthread_mutex_lock(&pool.lock);
-                pool.task_ns = per > 0 ? per : 1;
-                pool.posted = gen;
-                pthread_cond_broadcast(&pool.work);
-                pthread_mutex_unlock(&pool.lock);
+                wake_workers(gen, per);
                 woke = true;
             }
         }
@@ -284,7 +304,7 @@ int rt_pool_threads(void)
 
 /* One job of at most MAX_BATCH tasks; false: the pool is busy or has no
  * workers, and the caller runs the tasks inline. */
-static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
+static bool run_batch(int64_t base, int64_t ntasks, int64_t est_ns, rt_task_fn fn, void *arg)
 {
     pthread_mutex_lock(&pool.lock);
     if (!pool.nthreads)
@@ -308,7 +328,7 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     atomic_store_explicit(&pool.worker_late, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool.lock);
     int64_t off_cpu = 0;
-    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, delay, &off_cpu);
+    int64_t mine = caller_run(gen, fn, arg, base, ntasks, t0, delay, est_ns, &off_cpu);
     /* Only tasks a worker claimed are left, and it is running them: they
      * end within a task's time unless it was descheduled.  Sleeping hands
      * the caller's core away, and on a loaded machine getting it back
@@ -351,14 +371,22 @@ static bool run_batch(int64_t base, int64_t ntasks, rt_task_fn fn, void *arg)
     return true;
 }
 
-void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg)
+void rt_pool_run_work(int64_t ntasks, int64_t task_work, rt_task_fn fn, void *arg)
 {
+    /* (the estimate saturates: task_work is at most a plan's elements) */
+    int64_t est_ns = task_work > 0 ? (task_work > INT64_MAX / ELEMENT_PS_MIN ? INT64_MAX / 1000
+                                                                           : task_work * ELEMENT_PS_MIN / 1000) : 0;
     for (int64_t base = 0; base < ntasks; base += MAX_BATCH) {
         int64_t n = ntasks - base < MAX_BATCH ? ntasks - base : MAX_BATCH;
-        if (n == 1 || !run_batch(base, n, fn, arg))
+        if (n == 1 || !run_batch(base, n, est_ns, fn, arg))
             for (int64_t t = base; t < base + n; t++)
                 fn(arg, t);
     }
+}
+
+void rt_pool_run(int64_t ntasks, rt_task_fn fn, void *arg)
+{
+    rt_pool_run_work(ntasks, 0, fn, arg);
 }
 
 void rt_pool_shutdown(void)

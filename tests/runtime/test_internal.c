@@ -581,6 +581,39 @@ static void test_pool_late_period(void)
         fprintf(stderr, "pool_late_period: the stalled worker held %d of 20 long jobs\n", stalls);
 }
 
+/* ---- the pool: a job of few long tasks wakes the workers first ------------- */
+
+static atomic_int long_started[2], long_overlap;
+
+/* Task 0 waits (at most 3 s) for task 1 to start: with the workers woken
+ * before the first task they overlap; woken after it (judged by the
+ * caller's first task, as rt_pool_run does) task 1 starts only once task 0
+ * is over, and a job of two tasks took both on one thread. */
+static void long_task(void *arg, int64_t t)
+{
+    (void)arg;
+    atomic_store(&long_started[t], 1);
+    int other = atomic_load(&long_started[1 - t]);
+    for (int i = 0; i < 3000 && !other; i++) {
+        sleep_ms(1);
+        other = atomic_load(&long_started[1 - t]);
+    }
+    if (other)
+        atomic_fetch_add(&long_overlap, 1);
+}
+
+static void test_pool_long_tasks_wake_first(void)
+{
+    setenv("NNK_NUM_THREADS", "2", 1);
+    rt_pool_shutdown();
+    CU_ASSERT_EQUAL(rt_pool_threads(), 2);
+    /* two tasks of 2^24 elements each: long by any rate of pool.c's */
+    rt_pool_run_work(2, INT64_C(1) << 24, long_task, NULL);
+    rt_pool_shutdown();
+    unsetenv("NNK_NUM_THREADS");
+    CU_ASSERT_EQUAL(atomic_load(&long_overlap), 2);
+}
+
 static const CunitTest tests_internal[] = {
     {"sha256", test_sha256},
     {"kw", test_kw},
@@ -593,6 +626,7 @@ static const CunitTest tests_internal[] = {
     {"pool_late_worker", test_pool_late_worker},
     {"pool_short_jobs_alone", test_pool_short_jobs_alone},
     {"pool_late_period", test_pool_late_period},
+    {"pool_long_tasks_wake_first", test_pool_long_tasks_wake_first},
     {NULL},
 };
 
