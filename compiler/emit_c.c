@@ -403,7 +403,7 @@ static void ew_lists(const EmitOperands *g, TDict *d, const Need *nd, const bool
 {
     /* parameter and argument lists: idx, used scalars, used operands */
     Buf cp = {0}, spp = {0}, apiargs = {0}, zero = {0}, rca = {0}, rsa = {0}, ctest = {0}, btest = {0}, bargs = {0},
-        zla = {0};
+        zla = {0}, pf = {0};
     if (nd->plan) { /* raw parameters and index(d) read the plan itself */
         buf_puts(&cp, ", const nnk_plan *p");
         buf_puts(&spp, ", const nnk_plan *p");
@@ -449,6 +449,8 @@ static void ew_lists(const EmitOperands *g, TDict *d, const Need *nd, const bool
         const char *cst = out ? "" : "const ";
         const char *st = stype(g->storage[op]);
         buf_printf(&cp, ", %s%s *NNK_RESTRICT p%d", cst, st, op);
+        if (!out)
+            buf_printf(&pf, "%sNNK_PF_(p%d + b, NNK_BLOCK);", pf.len ? "\n        " : "", op);
         buf_printf(&spp, ", %s%s *p%d, int64_t d%d", cst, st, op, op);
         buf_printf(&apiargs, ", %s", c_param(g, g->name[op]));
         buf_printf(&zero, ", (%s%s *)p->data[%d]", cst, st, op);
@@ -480,6 +482,7 @@ static void ew_lists(const EmitOperands *g, TDict *d, const Need *nd, const bool
     tset(d, "bcast_args", emit_str(g->c, &bargs));
     tbool(d, "has_bcast", has_bcast);
     tset(d, "contig_params", emit_str(g->c, &cp));
+    tset(d, "contig_prefetch", emit_str(g->c, &pf));
 }
 
 /* The contiguous entry point: its unused parameters, its in-place path
