@@ -35,7 +35,8 @@ class Ctx:
         self.binding = binding                     # type variable -> scalar type
         self.shape = tuple(shape)
         self.red_axes = tuple(red_axes)
-        self.mode = mode                           # 0 exact; 1 up; 2 down; 3 random
+        self.mode = mode                           # 0 exact; 1 up; 2 down; 3 random; 4 marks only (0)
+        self.marked = False                        # _mark found an order-sensitive result
         self.rng = rng
         self.vals = {}                             # name -> (type, value)
         self.fparams = []                          # stack of dicts
@@ -67,7 +68,7 @@ class Ctx:
             return v
         self.touched = True
         self.touched_other = self.touched_other or not vm
-        if self.mode == 0:
+        if self.mode in (0, 4):
             return v
         dt = compute_dtype(concrete(t))
         eps = EPS["f64" if dt == np.float64 else "f32"] * PERTURB_ULP
@@ -120,14 +121,21 @@ def order_sensitive(cx, w, acc, kind, axes, keepdims=True):
 def _mark(cx, r, mask, im=False):
     """Perturbed runs make the elements of mask NaN or inf (never agreeing
     with the exact run), so that the comparison leaves them out."""
-    if cx.mode == 0 or not np.any(mask):
+    if not np.any(mask):
+        return r
+    cx.marked = True
+    if cx.mode == 0:
         return r
     r = np.array(r, copy=True)
     # (inf, -inf, NaN: whatever a predicate or a conversion makes of them,
     # two of the three disagree, as rsqrt(-x) >= 0 of inf and of NaN do not;
     # a complex value's imaginary part inf, 0, NaN: tanh(inf + i inf) and
     # tanh(NaN + i NaN) have the same NaN imaginary part)
-    bad = np.float64({1: np.inf, 2: 0.0 if im else -np.inf}.get(cx.mode, np.nan)).astype(r.dtype)
+    # Run 4, made only for a call with marks (nnkfuzz.py), makes them 0 (both
+    # parts of a complex value), which none of the three others gives both
+    # parts of: a product with a zero factor and huge ones is 0 or NaN by
+    # its order, and bool() of inf, -inf and NaN alike is true
+    bad = np.float64({1: np.inf, 2: 0.0 if im else -np.inf, 4: 0.0}.get(cx.mode, np.nan)).astype(r.dtype)
     return np.where(mask, bad, r)
 
 
@@ -307,7 +315,7 @@ def builtin(cx, name, t, args):
             nan = np.isnan(x)
             cx.touched = cx.touched or bool(np.any(nan))
             cx.touched_other = cx.touched_other or bool(np.any(nan))
-            return r if cx.mode == 0 else np.where(nan, cx.mode == 1, r)
+            return r if cx.mode in (0, 4) else np.where(nan, cx.mode == 1, r)
         if name == "nextafter":
             return np.asarray(_nextafter(_fl(args[0], t), _fl(args[1], t), t), dtype=compute_dtype(concrete(t)))
         if rule == "pred":
@@ -358,7 +366,7 @@ def builtin(cx, name, t, args):
             cx.touched = cx.touched or bool(np.any(nan))
             cx.touched_other = cx.touched_other or bool(np.any(nan))
             r = np.copysign(x[0], x[1])
-            if cx.mode == 0 or not np.any(nan):
+            if cx.mode in (0, 4) or not np.any(nan):
                 return r
             sg = {1: 1.0, 2: -1.0}.get(cx.mode)
             if sg is None:
@@ -869,6 +877,7 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     outs["inexact_other"] = cx.touched_other
     outs["nofold"] = cx.nofold_names
     outs["computed"] = computed
+    outs["marked"] = cx.marked
     outs["oob"] = cx.oob
     outs["oob_unsure"] = cx.oob_unsure
     return outs
@@ -1111,7 +1120,7 @@ def _zero_sign(cx, x):
     parts of a product take their signs apart, and a value can depend on
     the four pairs (arg: 0, -0, pi, -pi), which three runs of signs cannot
     all give: run 3 leaves what depends on a zero part uncompared."""
-    if not cx.mode:
+    if cx.mode in (0, 4):
         return x
     x = np.array(x)
     z = np.nan if cx.mode == 3 else 1.0 if cx.mode == 1 else -0.0
