@@ -35,8 +35,9 @@ class Ctx:
         self.binding = binding                     # type variable -> scalar type
         self.shape = tuple(shape)
         self.red_axes = tuple(red_axes)
-        self.mode = mode                           # 0 exact; 1 up; 2 down; 3 random; 4 marks only (0)
+        self.mode = mode                           # 0 exact; 1 up; 2 down; 3 random; 4 fsum, marks 0
         self.marked = False                        # _mark found an order-sensitive result
+        self.summed = False                        # a float sum (run 4: correctly rounded)
         self.rng = rng
         self.vals = {}                             # name -> (type, value)
         self.fparams = []                          # stack of dicts
@@ -708,12 +709,33 @@ def reducer(cx, name, arg):
     raise AssertionError(name)
 
 
+def _fsum(w, ax):
+    """The correctly rounded f64 sum along ax (keepdims): run 4's, as an
+    order can give it (the mean of equal values is then often exactly
+    the value, as the C code's is: c - mean(c) is 0 there)."""
+    w = np.asarray(w, dtype=np.float64)
+    ax = tuple(a % w.ndim for a in (ax if isinstance(ax, tuple) else (ax,))) if w.ndim else ()
+    keep = [a for a in range(w.ndim) if a not in ax]
+    m = np.transpose(w, keep + list(ax)).reshape([w.shape[a] for a in keep] + [-1])
+    out = np.empty(m.shape[:-1])
+    with QUIET:
+        for ix in np.ndindex(*m.shape[:-1]):
+            row = m[ix]
+            fin = np.isfinite(row)
+            out[ix] = math.fsum(row) if fin.all() else np.sum(row)
+    return np.expand_dims(out, ax) if ax else out
+
+
 def float_sum(cx, w, ax, mean, dt, t):
     """The sum (mean: divided by n) along ax of the f64 values w, a value of
     float type t in numpy dtype dt: in an order the language leaves open, so
     moved by the perturbed runs as far as the order's rounding may move it,
     and not compared where the order decides an overflow."""
-    r = np.sum(w, axis=ax, keepdims=True)
+    cx.summed = True
+    if cx.mode == 4:
+        r = _fsum(w, ax)
+    else:
+        r = np.sum(w, axis=ax, keepdims=True)
     scale = (cx.n + 2) * np.max(np.where(np.isfinite(w), np.abs(w), 0), axis=ax, keepdims=True) if w.size else 0
     if mean:
         r = r / cx.n
@@ -878,6 +900,7 @@ def run(prog, binding, inputs, shape, red_axes, mode=0, seed=0):
     outs["nofold"] = cx.nofold_names
     outs["computed"] = computed
     outs["marked"] = cx.marked
+    outs["summed"] = cx.summed
     outs["oob"] = cx.oob
     outs["oob_unsure"] = cx.oob_unsure
     return outs
