@@ -190,7 +190,7 @@ static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
 static void wake_workers(uint32_t gen, int64_t per)
 {
     pthread_mutex_lock(&pool.lock);
-    pool.task_ns = per > 0 ? per : 1;
+    pool.task_ns = per;
     pool.posted = gen;
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
@@ -205,7 +205,9 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
     /* long by its size (est_ns: the least time a task takes) */
     if (ntasks > 1 && est_ns > 0 && est_ns > wake_ns / (ntasks - 1)) {
         woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
-        wake_workers(gen, est_ns);
+        /* no task time yet (0): the estimate is a lower bound, and a
+         * worker judged its tasks late against it (a slow kernel's) */
+        wake_workers(gen, 0);
         woke = true;
     }
     uint64_t c = atomic_load(&pool.claim);
@@ -222,7 +224,7 @@ static int64_t caller_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
             int64_t left = ntasks - task - 1, per = (now_ns() - t0) / ran;
             if (left > 0 && per * left > wake_ns) {
                 woke_ns = now_ns(), woke_cpu = thread_cpu_ns();
-                wake_workers(gen, per);
+                wake_workers(gen, per > 0 ? per : 1);
                 woke = true;
             }
         }
