@@ -334,11 +334,13 @@ class Kernel:
             return (nnkabi.C64 if p.dtype == "c64" else nnkabi.C128)(z.real, z.imag)
         return CT[p.dtype](int(v))
 
-    def __call__(self, *args, axes=None, keepdims=False, out=None, raw=False, **kw):
+    def __call__(self, *args, axes=None, keepdims=False, out=None, raw=False, iter_shape=None, **kw):
         """Inputs in declaration order (scalars may be omitted when they have
         defaults, or given by keyword); returns the outputs (one or a tuple).
         axes: reduction axes (None: all).  out: preallocated outputs (any
-        strides).  raw: return the status code instead of raising."""
+        strides).  raw: return the status code instead of raising.
+        iter_shape: the iteration shape of a kernel whose tensor inputs are
+        all raw (the runtime's shape=; without it, the shape ())."""
         args = list(args)
         vals = []
         for p in self.inputs:
@@ -370,7 +372,8 @@ class Kernel:
                     cargs.append(self._scalar(p, v))
         # output shapes
         try:
-            shape = np.broadcast_shapes(*[t.shape for t in tensors]) if tensors else ()
+            shape = np.broadcast_shapes(*[t.shape for t in tensors]) if tensors else \
+                (tuple(iter_shape) if iter_shape is not None else ())
         except ValueError:
             if out is None:
                 raise

@@ -13,6 +13,7 @@ runs the generated CUDA on the emulation layer (tests/cuda/emu_conformance.py).
 """
 import argparse
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -533,6 +534,10 @@ def check_program(mod, prog, seed, emu=False):
             raise Failure("missing", "no instance %s in the generated C" % name)
         for trial in range(2):
             args, oin, shape, raxes, axes, keep = make_call(prog, b, rng)
+            if not any(p.tensor and not p.mode for p in prog.kernel.params):
+                # tensor inputs all raw: the C call gets the iteration shape
+                # the runtime paths get as shape= (rtpaths.call)
+                kern = functools.partial(getattr(mod, name), iter_shape=tuple(shape))
             red = prog.kernel.kind == "reduction"
             nred = int(np.prod([shape[i] for i in raxes])) if raxes else 1
             # an empty slice: some kept element reduces none
