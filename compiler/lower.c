@@ -286,9 +286,18 @@ static bool at_bound(Value v, Type t, bool high)
 
 static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
 {
+    Value v;
+    /* A real comparison with a NaN constant: != is true, the others
+     * false, whatever the other operand (IEEE 754).  Folded for the same
+     * reason, and because clang 14 at -O0 stores the always-true
+     * (uint8_t)(NAN != x) as 255 (its fast instruction selector
+     * materialises the folded i1 as -1; tests/fuzz/regress/nan-compare.json). */
+    if (type_is_float(ot) && op_info[op].operands == OPK_CMP &&
+        ((is_const_node(L, a, &v) && isnan(value_as_double(v))) ||
+         (is_const_node(L, b, &v) && isnan(value_as_double(v)))))
+        return op == BIN_NE;
     if (!type_is_int(ot) && ot != T_BOOL)
         return -1;
-    Value v;
     bool on_right = is_const_node(L, b, &v);
     if (!on_right && !is_const_node(L, a, &v))
         return -1;
