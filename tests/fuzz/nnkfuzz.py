@@ -179,9 +179,11 @@ SHAPES_EMPTY = [((3, 0), (1,)), ((0, 4), (0,)), ((2, 0, 3), (0, 1)), ((0, 0), (1
 
 
 def has_arg_reducer(prog):
-    """Whether an output depends on an argmax or argmin (an unused let's
-    is not computed, so it cannot fail the call)."""
-    return live_any(prog, lambda e: e[0] == "red" and e[1] in ("argmax", "argmin"))
+    """Whether an output surely depends on an argmax or argmin (an unused
+    let's is not computed, so it cannot fail the call; nor one under a
+    function whose result is a constant, imag(argmax(x)))."""
+    return live_any(prog, lambda e: e[0] == "red" and e[1] in ("argmax", "argmin"),
+                    lambda e: e[0] == "call" and e[1] in PRED_FNS)
 
 
 def live_any(prog, pred, cut=lambda e: False, branches=False):
@@ -195,7 +197,9 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
     bound = {st.name: st.expr for st in prog.kernel.body if st.kind in ("let", "out")}
     seen = set()
 
-    def live(e):
+    def live(e, fps=None):
+        # fps: in a func's body, which of its parameters the call binds to
+        # constants (const_cond's fparams)
         if pred(e):
             return True
         if cut(e):
@@ -206,21 +210,45 @@ def live_any(prog, pred, cut=lambda e: False, branches=False):
         if e[0] == "fcall":
             # an argument the func's body does not read is not computed
             f = prog.funcs[e[1]]
+            ps = {pn: const_cond(a, bound, prog.funcs, fps) for (pn, _), a in zip(f.params, e[2])}
             # (with branches, also one read only in a branch of a constant
             # condition: the folder may keep that branch)
-            used = [reads(f.body, pn) or (branches and any(n == ("name", "fparam", pn) for _, n in gen.nodes(f.body)))
+            used = [reads(f.body, pn, ps, cut) or
+                    (branches and any(n == ("name", "fparam", pn) for _, n in gen.nodes(f.body)))
                     for pn, _ in f.params]
-            return live(f.body) or any(live(a) for a, u in zip(e[2], used) if u)
-        if e[0] == "sel" and uncast(e[3]) == uncast(e[4]):
+            return live(f.body, ps) or any(live(a, fps) for a, u in zip(e[2], used) if u)
+        if e[0] == "sel" and same_branches(e[3], e[4], bound, prog.funcs, fps):
             # where(c, a, a): c's value cannot matter, and the compiler
             # may not compute it (language.md: such a raw read is not made)
-            return live(e[3]) or (branches and live(e[2]))
-        if e[0] == "sel" and const_cond(e[2], bound, prog.funcs):
+            return live(e[3], fps) or live(e[4], fps) or (branches and live(e[2], fps))
+        if e[0] == "sel" and const_cond(e[2], bound, prog.funcs, fps):
             # a constant condition: the folder keeps one branch (which one
             # is not worked out here, so neither counts)
-            return live(e[2]) or (branches and (live(e[3]) or live(e[4])))
-        return any(live(c) for _, c in gen.children(e))
+            return live(e[2], fps) or (branches and (live(e[3], fps) or live(e[4], fps)))
+        return any(live(c, fps) for _, c in gen.children(e))
     return any(live(st.expr) for st in prog.kernel.body if st.kind == "out")
+
+
+def same_branches(a, b, bound=None, funcs=None, fparams=None):
+    """Whether the branches of a select may be one value to the compiler,
+    which then drops the condition: equal once conversions and double
+    negations are gone (lowering takes --x and ~~x to x, and equal nodes
+    are one), or both constant (where(c, .1, 0) into an i32 output selects
+    two constants converted to i32, both 0)."""
+    return denoise(a) == denoise(b) or \
+        (const_cond(a, bound, funcs, fparams) and const_cond(b, bound, funcs, fparams))
+
+
+def denoise(e):
+    """e without conversions and double negations, everywhere in it."""
+    e = uncast(e)
+    while e[0] == "un" and e[1] in ("-", "~") and uncast(e[2])[0] == "un" and uncast(e[2])[1] == e[1]:
+        e = uncast(uncast(e[2])[2])
+    if e[0] in ("lit", "name"):
+        return e
+    return tuple(denoise(x) if isinstance(x, tuple) and x and isinstance(x[0], str) else
+                 [denoise(y) if isinstance(y, tuple) and y and isinstance(y[0], str) else y for y in x]
+                 if isinstance(x, list) else x for x in e)
 
 
 def uncast(e):
@@ -259,16 +287,21 @@ def const_cond(c, bound=None, funcs=None, fparams=None):
     return all(const_cond(x, bound, funcs, fparams) for _, x in gen.children(c))
 
 
-def reads(e, pn):
+def reads(e, pn, fparams=None, cut=lambda e: False):
     """Whether e surely reads func parameter pn (not only in a branch of a
-    constant condition, which the folder may drop)."""
+    constant condition, which the folder may drop, nor under a node for
+    which cut holds).  fparams: which parameters the call binds to
+    constants (const_cond's)."""
     if e[0] == "name" and e[1] == "fparam" and e[2] == pn:
         return True
-    if e[0] == "sel" and const_cond(e[2]):
-        return reads(e[2], pn)
-    if e[0] == "sel" and uncast(e[3]) == uncast(e[4]):
-        return reads(e[3], pn)      # (where(c, a, a): c need not be computed)
-    return any(reads(c, pn) for _, c in gen.children(e))
+    if cut(e):
+        return False
+    if e[0] == "sel" and const_cond(e[2], None, None, fparams):
+        return reads(e[2], pn, fparams, cut)
+    if e[0] == "sel" and same_branches(e[3], e[4], None, None, fparams):
+        # (where(c, a, a): c need not be computed)
+        return reads(e[3], pn, fparams, cut) and reads(e[4], pn, fparams, cut)
+    return any(reads(c, pn, fparams, cut) for _, c in gen.children(e))
 
 
 def mentions_arg(prog):
@@ -1109,10 +1142,11 @@ def run_cases(files, a):
             case = json.load(f)
         warn = bool(case.get("warnings")) or os.environ.get("NNKFUZZ_WARNINGS") == "1"
         rt = case.get("rt") or {}
+        # "clang": also built by clang at -O0 (a bug of that build's)
         groups.setdefault((warn, tuple(case.get("nnkc_args", [])), tuple(rt.get("kinds", ())),
-                           bool(rt.get("cl_O0"))), []).append((fn, case))
+                           bool(rt.get("cl_O0")), bool(case.get("clang"))), []).append((fn, case))
     failed = {}
-    for gi, ((warn, extra, kinds, cl_o0), cases) in enumerate(sorted(groups.items())):
+    for gi, ((warn, extra, kinds, cl_o0, clang), cases) in enumerate(sorted(groups.items())):
         WARNINGS = warn
         progs, seeds = [], []
         for ci, (fn, case) in enumerate(cases):
@@ -1121,7 +1155,10 @@ def run_cases(files, a):
             seeds.append(case["seed"])
         cuda = any(case.get("cuda") for _, case in cases)
         path = os.path.join(WORK, "case%d-%d.nnk" % (os.getpid(), gi))
-        for opt in ("-O0", "-O2", "-O2 " + NATIVE, "-O0 " + " ".join(UBSAN) + " " + NATIVE):
+        opts = ["-O0", "-O2", "-O2 " + NATIVE, "-O0 " + " ".join(UBSAN) + " " + NATIVE]
+        if clang and CLANG:
+            opts.append("CC=%s -O0 -march=native" % CLANG)
+        for opt in opts:
             # the runtime paths (rtpaths.py) once, with the first build
             RT.clear()
             # (a sanitizer build: as fuzz.sh, they run in the plain build)
