@@ -367,7 +367,13 @@ static nnk_status split_reduced(const nnk_kernel_desc *desc, const nnk_plan *pla
         for (int64_t o = 0; o < nkept; o++)
             final_task(&j, o);
     }
-    rt_pool_run_work(ntasks, NNK_SPLIT_CHUNK, epilogue_task, &j);
+    /* the epilogue's tasks go over their chunk only for an output of the
+     * full shape; with reduced outputs alone they are short (no early wake) */
+    int64_t epi_work = 0;
+    for (int32_t i = desc->nparams; i < desc->nparams + desc->nouts; i++)
+        if (!(desc->params[i].flags & NNK_PARAM_REDUCED))
+            epi_work = NNK_SPLIT_CHUNK;
+    rt_pool_run_work(ntasks, epi_work, epilogue_task, &j);
     free(j.bounds);
     free(j.finals);
     free(j.states);
