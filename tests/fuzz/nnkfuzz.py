@@ -543,9 +543,12 @@ def range_verdict(prog, ref, perts):
     # a comparison with a constant at its other operand's range bound
     # folds too (0u > x, b < false, x_u8 <= 255: lower.c), which the tree
     # does not tell either: a comparison with a constant side is unsure
+    # (a constant side may be a let or an output read back that folds:
+    # u64(x) < u2 with let u2 = 0)
+    bound = {st.name: st.expr for st in prog.kernel.body if st.kind in ("let", "out")}
     sure = oob and live_any(prog, lambda e: repr(e) in keys, lambda e: e[0] == "call" and e[1] in PRED_FNS or
                             e[0] == "bin" and e[1] in M.COMPARE and
-                            (const_cond(e[2], None, prog.funcs) or const_cond(e[3], None, prog.funcs)))
+                            (const_cond(e[2], bound, prog.funcs) or const_cond(e[3], bound, prog.funcs)))
     unsure = any(q["oob"] != keys for q in perts) or oob != sure or ref["oob_unsure"]
     return oob, unsure
 

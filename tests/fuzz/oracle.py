@@ -716,7 +716,10 @@ def _fsum(w, ax):
     w = np.asarray(w, dtype=np.float64)
     ax = tuple(a % w.ndim for a in (ax if isinstance(ax, tuple) else (ax,))) if w.ndim else ()
     keep = [a for a in range(w.ndim) if a not in ax]
-    m = np.transpose(w, keep + list(ax)).reshape([w.shape[a] for a in keep] + [-1])
+    # (the reduced extent spelled out: -1 cannot be inferred when a kept
+    # extent is 0)
+    m = np.transpose(w, keep + list(ax)).reshape([w.shape[a] for a in keep] +
+                                                 [int(np.prod([w.shape[a] for a in ax]))])
     out = np.empty(m.shape[:-1])
     with QUIET:
         for ix in np.ndindex(*m.shape[:-1]):
