@@ -267,10 +267,6 @@ static int32_t ir_unary(Lower *L, Op op, Type t, int32_t a)
     return intern_node(L, n);
 }
 
-/* A comparison of an integer value with a constant at its type's bound
- * whose answer the range decides: x > MAX, x < MIN false; x <= MAX,
- * x >= MIN true (and mirrored).  Folding it is exact, and it keeps the
- * generated C free of "comparison is always false" (-Wtype-limits). */
 /* Whether the integer constant v of type t is the type's greatest (high)
  * or least value. */
 static bool at_bound(Value v, Type t, bool high)
@@ -284,7 +280,12 @@ static bool at_bound(Value v, Type t, bool high)
     return high ? v.v.u == mx : v.v.u == 0;
 }
 
-static int range_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
+/* A comparison that one constant operand decides, whatever the other:
+ * 1 true, 0 false, -1 not decided.  An integer value with a constant at
+ * its type's bound: x > MAX, x < MIN false; x <= MAX, x >= MIN true (and
+ * mirrored).  Folding it is exact, and it keeps the generated C free of
+ * "comparison is always false" (-Wtype-limits). */
+static int decided_compare(Lower *L, Op op, Type ot, int32_t a, int32_t b)
 {
     Value v;
     /* A real comparison with a NaN constant: != is true, the others
@@ -328,7 +329,7 @@ static int32_t ir_binary(Lower *L, Op op, Type t, int32_t a, int32_t b)
     Type ot = (Type)N(L, a)->type;
     if (is_const_node(L, a, &va) && is_const_node(L, b, &vb) && fold_binary(op, ot, va, vb, &r))
         return ir_const(L, value_cast(r, t));
-    int known = range_compare(L, op, ot, a, b);
+    int known = decided_compare(L, op, ot, a, b);
     if (known >= 0) {
         Value kv = {.type = T_BOOL, .v.i = known};
         return ir_const(L, value_cast(kv, t));

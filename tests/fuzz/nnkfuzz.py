@@ -246,9 +246,19 @@ def denoise(e):
         e = uncast(uncast(e[2])[2])
     if e[0] in ("lit", "name"):
         return e
-    return tuple(denoise(x) if isinstance(x, tuple) and x and isinstance(x[0], str) else
-                 [denoise(y) if isinstance(y, tuple) and y and isinstance(y[0], str) else y for y in x]
-                 if isinstance(x, list) else x for x in e)
+    return map_children(denoise, e)
+
+
+def is_node(x):
+    """Whether x is an expression node (a tuple headed by its kind)."""
+    return isinstance(x, tuple) and x and isinstance(x[0], str)
+
+
+def map_children(f, e):
+    """Node e with f applied to each child node, in its fields and in its
+    list-valued fields (a call's arguments); other fields as they are."""
+    return tuple(f(x) if is_node(x) else [f(y) if is_node(y) else y for y in x] if isinstance(x, list) else x
+                 for x in e)
 
 
 def uncast(e):
