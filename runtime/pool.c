@@ -93,6 +93,7 @@ static struct {
     void *arg;
     int64_t base, ntasks;     /* tasks base .. base + ntasks - 1 */
     int64_t task_ns;          /* the caller's time per task so far */
+    int64_t est_ns;           /* the least time a task takes, by its size (0: unknown) */
     int64_t reserve_ns;       /* the work a worker leaves to the caller */
     atomic_uint_least64_t claim;   /* generation << 32 | the next task */
     atomic_llong remaining;        /* tasks claimed or not, not yet finished */
@@ -143,15 +144,27 @@ static int64_t delay_locked(int64_t now)
 /* A worker's part of job `gen`: claims and runs its tasks until none is
  * left, or until the tasks left after the next one would take the caller
  * less than `reserve` ns alone (those are the caller's: it is not made to
- * wait for a worker descheduled in the last of them).  The worker that
- * finishes the job's last task wakes the caller. */
+ * wait for a worker descheduled in the last of them).  A task's time is
+ * the caller's (task_ns) when the caller woke the workers after tasks of
+ * its own, else the worker's own so far, else before its first task the
+ * least the job's size allows (est_ns, rt_pool_run_work: a job woken
+ * before its first task is longer than twice the reserve by that bound,
+ * so this first claim keeps the reserve).  Without any, it claims
+ * nothing.  (Judging by task_ns alone left a job woken by its size, task
+ * time 0, wholly to the caller whenever the delay was not 0: a 2^25
+ * fused elementwise kernel ran at one thread's speed in bench/perf, where
+ * the delay's halving every DELAY_HALF_NS left it above 0 for tens of
+ * seconds after one late wait.)  The worker that finishes the job's last
+ * task wakes the caller. */
 static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, int64_t ntasks, int64_t task_ns,
-                          int64_t reserve)
+                          int64_t est_ns, int64_t reserve)
 {
-    /* the tasks that must be left unclaimed after a claim */
-    int64_t keep = reserve > 0 ? (task_ns > 0 ? reserve / task_ns : ntasks) : 0;
+    int64_t done = 0, busy_ns = 0;
     uint64_t c = atomic_load(&pool.claim);
     for (;;) {
+        /* the tasks that must be left unclaimed after a claim */
+        int64_t per = task_ns > 0 ? task_ns : done > 0 ? busy_ns / done : est_ns;
+        int64_t keep = reserve > 0 ? (per > 0 ? reserve / per : ntasks) : 0;
         if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= ntasks - keep)
             return;
         if (!atomic_compare_exchange_weak(&pool.claim, &c, c + 1))
@@ -160,9 +173,11 @@ static void claim_and_run(uint32_t gen, rt_task_fn fn, void *arg, int64_t base, 
         if (rt_pool_test_claimed)
             rt_pool_test_claimed();
         fn(arg, base + (int64_t)(c & 0xffffffffu));
+        int64_t took = now_ns() - a;
+        done++, busy_ns += took;
         /* a task far longer than the caller's: descheduled in it for the
          * difference, which the caller would wait for at the job's end */
-        int64_t late = now_ns() - a - task_ns;
+        int64_t late = took - task_ns;
         if (task_ns > 0 && late > LATE_MIN_NS && late > 4 * task_ns) {
             long long seen = atomic_load_explicit(&pool.worker_late, memory_order_relaxed);
             while (seen < late && !atomic_compare_exchange_weak(&pool.worker_late, &seen, late))
@@ -251,11 +266,12 @@ static void *worker(void *start)
             continue;
         rt_task_fn fn = pool.fn;
         void *arg = pool.arg;
-        int64_t base = pool.base, ntasks = pool.ntasks, task_ns = pool.task_ns, reserve = pool.reserve_ns;
+        int64_t base = pool.base, ntasks = pool.ntasks, task_ns = pool.task_ns, est_ns = pool.est_ns,
+                reserve = pool.reserve_ns;
         pthread_mutex_unlock(&pool.lock);
         if (rt_pool_test_stall)
             rt_pool_test_stall();
-        claim_and_run(seen, fn, arg, base, ntasks, task_ns, reserve);
+        claim_and_run(seen, fn, arg, base, ntasks, task_ns, est_ns, reserve);
         pthread_mutex_lock(&pool.lock);
     }
     pthread_mutex_unlock(&pool.lock);
@@ -321,6 +337,7 @@ static bool run_batch(int64_t base, int64_t ntasks, int64_t est_ns, rt_task_fn f
     pool.arg = arg;
     pool.base = base;
     pool.ntasks = ntasks;
+    pool.est_ns = est_ns;
     pool.reserve_ns = delay;
     uint32_t gen = ++pool.generation;
     if (gen == pool.posted) /* wrapped around: posted must differ from a new job's number */

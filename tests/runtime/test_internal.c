@@ -581,6 +581,48 @@ static void test_pool_late_period(void)
         fprintf(stderr, "pool_late_period: the stalled worker held %d of 20 long jobs\n", stalls);
 }
 
+/* ---- the pool: a job woken by its size after a late one --------------------- */
+
+static atomic_int size_claims;
+
+/* the first claim stalls 50 ms (a late job: the delay estimate rises to
+ * about 50 ms); every claim is counted */
+static void stall_first_claim(void)
+{
+    if (atomic_fetch_add(&size_claims, 1) == 0)
+        sleep_ms(50);
+}
+
+/* A job whose size wakes the workers before its first task (no task time
+ * of the caller's yet) still has workers while the delay estimate is not
+ * 0: they leave the caller the tasks the delay covers, judged by the
+ * size's least task time and then by their own, not every task.  2000
+ * tasks of 100 us (2^20 elements each: a least time of 131 us) after a
+ * 50 ms late job: the worker takes about 750; it took none when a task
+ * time of 0 meant "leave them all" (bench/perf: 2^25 elementwise kernels
+ * at one thread's speed for tens of seconds after one late wait). */
+static void test_pool_size_woken_after_late(void)
+{
+    setenv("NNK_NUM_THREADS", "2", 1);
+    rt_pool_shutdown();
+    atomic_store(&size_claims, 0);
+    rt_pool_test_claimed = stall_first_claim;
+    CU_ASSERT_EQUAL(rt_pool_threads(), 2);
+    atomic_int done = 0;
+    rt_pool_run(20, spin_task, &done);   /* meets the stall: late */
+    CU_ASSERT(rt_pool_late_jobs() >= 1);
+    int before = atomic_load(&size_claims);
+    rt_pool_run_work(2000, INT64_C(1) << 20, spin_task, &done);
+    int claims = atomic_load(&size_claims) - before;
+    rt_pool_test_claimed = NULL;
+    rt_pool_shutdown();
+    unsetenv("NNK_NUM_THREADS");
+    CU_ASSERT_EQUAL(atomic_load(&done), 20 + 2000);
+    CU_ASSERT(claims >= 400);
+    if (claims < 400)
+        fprintf(stderr, "pool_size_woken_after_late: the worker ran %d of 2000 tasks\n", claims);
+}
+
 /* ---- the pool: a job of few long tasks wakes the workers first ------------- */
 
 static atomic_int long_started[2], long_overlap;
@@ -626,6 +668,7 @@ static const CunitTest tests_internal[] = {
     {"pool_late_worker", test_pool_late_worker},
     {"pool_short_jobs_alone", test_pool_short_jobs_alone},
     {"pool_late_period", test_pool_late_period},
+    {"pool_size_woken_after_late", test_pool_size_woken_after_late},
     {"pool_long_tasks_wake_first", test_pool_long_tasks_wake_first},
     {NULL},
 };
